@@ -1,0 +1,100 @@
+#include "base/tpu_env.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const tpu_env_var registry[] = {
+    {"TORCH_TPU_NUM_DEVICES", "1", "Number of simulated TPU chips the host driver exposes.",
+     TPU_ENV_STABLE},
+    {"TORCH_TPU_DEVICE_MEMORY", "min(16GiB, RAM/2/chips)",
+     "Memory capacity of each simulated chip, e.g. 512MiB or 8GiB. Allocations past it raise "
+     "torch.OutOfMemoryError.",
+     TPU_ENV_STABLE},
+    {"TORCH_TPU_LAUNCH_BLOCKING", "0",
+     "1 runs every op synchronously on the calling thread, so errors surface at the op (debug "
+     "mode).",
+     TPU_ENV_STABLE},
+    {"TORCH_TPU_CPU_FALLBACK", "1",
+     "0 makes an op without a native kernel raise NotImplementedError naming the op instead of "
+     "running it on the CPU.",
+     TPU_ENV_STABLE},
+    {"TORCH_TPU_STAGING_LIMIT", "1MiB",
+     "Largest pageable host-to-device copy that is staged and queued; larger ones synchronize "
+     "the stream and copy on the calling thread.",
+     TPU_ENV_EXPERIMENTAL},
+};
+
+const tpu_env_var *tpu_env_list(size_t *count) {
+  *count = sizeof registry / sizeof registry[0];
+  return registry;
+}
+
+const char *tpu_env_stage_name(tpu_env_stage stage) {
+  switch (stage) {
+  case TPU_ENV_STABLE: return "stable";
+  case TPU_ENV_EXPERIMENTAL: return "experimental";
+  case TPU_ENV_TESTING: return "testing";
+  }
+  return "unknown";
+}
+
+const char *tpu_env_get(const char *name) {
+  size_t n;
+  const tpu_env_var *vars = tpu_env_list(&n);
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(vars[i].name, name) == 0) {
+      const char *value = getenv(name);
+      return value && *value ? value : NULL;
+    }
+  }
+  fprintf(stderr, "torch_tpu: environment variable %s is not registered\n", name);
+  abort();
+}
+
+bool tpu_env_flag(const char *name, bool fallback) {
+  const char *v = tpu_env_get(name);
+  if (!v)
+    return fallback;
+  return strcmp(v, "1") == 0 || strcasecmp(v, "true") == 0 || strcasecmp(v, "yes") == 0 ||
+         strcasecmp(v, "on") == 0;
+}
+
+int64_t tpu_env_int(const char *name, int64_t fallback) {
+  const char *v = tpu_env_get(name);
+  if (!v)
+    return fallback;
+  char *end;
+  long long parsed = strtoll(v, &end, 10);
+  return (*end == '\0' && end != v) ? (int64_t)parsed : fallback;
+}
+
+bool tpu_parse_bytes(const char *text, uint64_t *out) {
+  char *end;
+  if (!text || !isdigit((unsigned char)*text))
+    return false;
+  double value = strtod(text, &end);
+  while (*end == ' ')
+    end++;
+  uint64_t scale = 1;
+  switch (toupper((unsigned char)*end)) {
+  case '\0': break;
+  case 'K': scale = 1ull << 10; break;
+  case 'M': scale = 1ull << 20; break;
+  case 'G': scale = 1ull << 30; break;
+  case 'T': scale = 1ull << 40; break;
+  default: return false;
+  }
+  if (*end) {
+    end++;
+    if (*end && strcasecmp(end, "b") != 0 && strcasecmp(end, "ib") != 0)
+      return false;
+  }
+  double bytes = value * (double)scale;
+  if (bytes < 0 || bytes > 1.8e19)
+    return false;
+  *out = (uint64_t)bytes;
+  return true;
+}

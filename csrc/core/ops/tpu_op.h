@@ -1,0 +1,88 @@
+/* The op table: every native op has an id, a name, a host kernel and a call counter. An op call
+ * names its op, its tensors (inputs first, then outputs) and its scalars; launching it validates
+ * the views, materializes pending inputs, takes buffer references and submits it to a stream. */
+#ifndef TPU_OP_H
+#define TPU_OP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/tpu_status.h"
+#include "exec/tpu_stream.h"
+#include "tensor/tpu_tensor.h"
+
+/* X(ID, "name"): the native ops of the host driver. */
+#define TPU_OP_LIST(X)                                                                             \
+  X(COPY, "copy")                                                                                  \
+  X(FILL, "fill")                                                                                  \
+  X(INDEX_SELECT, "index_select")                                                                  \
+  X(UNIFORM, "uniform")                                                                            \
+  X(NORMAL, "normal")                                                                              \
+  X(RANDOM, "random")
+
+typedef enum tpu_op_id {
+#define TPU_OP_ENUM(id, name) TPU_OP_##id,
+  TPU_OP_LIST(TPU_OP_ENUM)
+#undef TPU_OP_ENUM
+      TPU_OP_COUNT
+} tpu_op_id;
+
+#define TPU_OP_MAX_SCALARS 8
+
+typedef union tpu_scalar {
+  double f;
+  int64_t i;
+  uint64_t u;
+} tpu_scalar;
+
+typedef struct tpu_op_call {
+  tpu_op_id op;
+  int n_inputs;
+  int n_outputs;
+  bool deferred; /* set by tpu_op_defer: holds references and pending-reader counts on its inputs */
+  tpu_scalar scalars[TPU_OP_MAX_SCALARS];
+  /* Runs after the kernel (or when the call is dropped) to free memory the call owns, e.g. the
+   * staging copy of a host-to-device transfer. */
+  void (*cleanup)(void *);
+  void *cleanup_ctx;
+  tpu_tensor tensors[]; /* n_inputs inputs, then n_outputs outputs */
+} tpu_op_call;
+
+/* Host kernel of an op: reads call->tensors and scalars, writes the outputs. */
+typedef tpu_status (*tpu_kernel_fn)(const tpu_op_call *call);
+
+/* A zeroed call for `op` with room for the given tensors; NULL when out of host memory. */
+tpu_op_call *tpu_op_call_new(tpu_op_id op, int n_inputs, int n_outputs);
+
+/* Frees a call that was never launched (running its cleanup). */
+void tpu_op_call_free(tpu_op_call *call);
+
+/* Validates and submits `call` to `stream`, taking ownership of it in every case. Counts one native
+ * call of the op. Under launch blocking the kernel's error returns here; otherwise it is raised at
+ * the next synchronization and poisons the call's outputs. */
+tpu_status tpu_op_launch(tpu_stream *stream, tpu_op_call *call);
+
+/* Like tpu_op_launch, then waits for the stream and returns its first error: for copies to the host
+ * and reads of scalars. Also fails when an input is poisoned. */
+tpu_status tpu_op_launch_sync(tpu_stream *stream, tpu_op_call *call);
+
+/* Records `call` as the deferred producer of its single output's pending buffer instead of running
+ * it; the output buffer must have been made with tpu_buffer_create_pending. Takes ownership. */
+tpu_status tpu_op_defer(tpu_op_call *call);
+
+/* Name of an op, e.g. "copy". */
+const char *tpu_op_name(tpu_op_id op);
+
+/* Native calls of `op` since start or the last reset. */
+uint64_t tpu_op_native_count(tpu_op_id op);
+
+/* Counts one call of `op_name` (an ATen operator name) that ran through the CPU fallback. */
+void tpu_op_count_fallback(const char *op_name);
+
+/* Visits every op name that fell back, with its count. */
+void tpu_op_fallback_counts(void (*visit)(const char *name, uint64_t count, void *ctx), void *ctx);
+
+/* Zeroes the native and fallback counters. */
+void tpu_op_reset_counts(void);
+
+#endif

@@ -1,0 +1,204 @@
+#include "tensor/tpu_buffer.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/tpu_device.h"
+#include "exec/tpu_stream.h"
+#include "mem/tpu_allocator.h"
+#include "mem/tpu_heap.h"
+#include "ops/tpu_op.h"
+
+struct tpu_buffer {
+  atomic_int refcount;
+  atomic_int pending_readers; /* unlaunched deferred ops that read this buffer */
+  atomic_bool storage_released;
+  atomic_bool live;
+  int device;
+  int stream; /* index of the stream whose pool the memory comes from */
+  size_t nbytes;
+  void *identity;
+  void *mem;                    /* NULL while pending */
+  struct tpu_op_call *producer; /* pending: the deferred op that writes this buffer */
+  _Atomic(char *) poison;       /* message of the failed async op that wrote it, or NULL */
+};
+
+/* Identities of pending buffers come from an inaccessible range per chip, so a stray dereference
+ * faults instead of reading another tensor's memory. Its size only bounds how many pending bytes
+ * can exist at once. */
+#define PENDING_RANGE_BYTES (1ull << 40)
+
+static pthread_mutex_t pending_mu = PTHREAD_MUTEX_INITIALIZER;
+static tpu_heap *pending_heaps[TPU_MAX_DEVICES];
+/* Serializes materialization, so two threads reading one pending buffer run its producer once;
+ * recursive because materializing a producer materializes its pending inputs. */
+static pthread_mutex_t materialize_mu = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+
+static tpu_buffer *buffer_new(int device, int stream, size_t nbytes) {
+  tpu_buffer *b = calloc(1, sizeof *b);
+  if (!b)
+    return NULL;
+  atomic_init(&b->refcount, 1);
+  b->device = device;
+  b->stream = stream;
+  b->nbytes = nbytes;
+  return b;
+}
+
+tpu_status tpu_buffer_create(int device, int stream, size_t nbytes, tpu_buffer **out) {
+  tpu_status st = tpu_device_check(device);
+  if (st != TPU_OK)
+    return st;
+  tpu_buffer *b = buffer_new(device, stream, nbytes);
+  if (!b)
+    return tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot allocate a buffer descriptor");
+  st = tpu_mem_alloc(device, stream, nbytes, &b->mem);
+  if (st != TPU_OK) {
+    free(b);
+    return st;
+  }
+  b->identity = b->mem;
+  atomic_store(&b->live, true);
+  *out = b;
+  return TPU_OK;
+}
+
+tpu_status tpu_buffer_create_pending(int device, int stream, size_t nbytes, tpu_buffer **out) {
+  tpu_status st = tpu_device_check(device);
+  if (st != TPU_OK)
+    return st;
+  tpu_buffer *b = buffer_new(device, stream, nbytes);
+  if (!b)
+    return tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot allocate a buffer descriptor");
+  pthread_mutex_lock(&pending_mu);
+  if (!pending_heaps[device])
+    st = tpu_heap_create(PENDING_RANGE_BYTES, false, &pending_heaps[device]);
+  if (st == TPU_OK)
+    b->identity = tpu_heap_alloc(pending_heaps[device], nbytes ? nbytes : 1, 64);
+  pthread_mutex_unlock(&pending_mu);
+  if (st != TPU_OK || !b->identity) {
+    free(b);
+    return st != TPU_OK ? st
+                        : tpu_error(TPU_ERR_OUT_OF_MEMORY,
+                                    "no address range left for a pending buffer of %zu bytes",
+                                    nbytes);
+  }
+  *out = b;
+  return TPU_OK;
+}
+
+void tpu_buffer_set_producer(tpu_buffer *b, tpu_op_call *call) {
+  for (int i = 0; i < call->n_inputs; i++)
+    if (call->tensors[i].buf)
+      atomic_fetch_add(&call->tensors[i].buf->pending_readers, 1);
+  b->producer = call;
+}
+
+bool tpu_buffer_is_live(const tpu_buffer *b) { return atomic_load(&b->live); }
+
+int tpu_buffer_device(const tpu_buffer *b) { return b->device; }
+size_t tpu_buffer_nbytes(const tpu_buffer *b) { return b->nbytes; }
+void *tpu_buffer_identity(const tpu_buffer *b) { return b->identity; }
+void *tpu_buffer_memory(const tpu_buffer *b) { return b->mem; }
+const char *tpu_buffer_poison_message(const tpu_buffer *b) { return atomic_load(&b->poison); }
+
+bool tpu_buffer_has_producer(const tpu_buffer *b) {
+  pthread_mutex_lock(&materialize_mu);
+  bool has = b->producer != NULL;
+  pthread_mutex_unlock(&materialize_mu);
+  return has;
+}
+
+tpu_status tpu_buffer_materialize(tpu_buffer *b) {
+  if (atomic_load(&b->live))
+    return TPU_OK;
+  pthread_mutex_lock(&materialize_mu);
+  tpu_status st = TPU_OK;
+  if (!atomic_load(&b->live)) {
+    st = tpu_mem_alloc(b->device, b->stream, b->nbytes, &b->mem);
+    if (st == TPU_OK) {
+      tpu_op_call *producer = b->producer;
+      b->producer = NULL;
+      atomic_store(&b->live, true);
+      if (producer)
+        st = tpu_op_launch(tpu_stream_get(b->device, b->stream), producer);
+    }
+  }
+  pthread_mutex_unlock(&materialize_mu);
+  return st;
+}
+
+void tpu_buffer_retain(tpu_buffer *b) { atomic_fetch_add(&b->refcount, 1); }
+
+void tpu_buffer_release(tpu_buffer *b) {
+  if (atomic_fetch_sub(&b->refcount, 1) != 1)
+    return;
+  free(atomic_load(&b->poison));
+  free(b);
+}
+
+/* Memory goes back once the storage is gone and no unlaunched deferred op still reads it. Queued
+ * (launched) ops do not hold it: the pool hands it out again only to work ordered after them. */
+static void maybe_return_memory(tpu_buffer *b) {
+  if (!atomic_load(&b->storage_released) || atomic_load(&b->pending_readers) != 0)
+    return;
+  bool expected = true;
+  if (atomic_compare_exchange_strong(&b->live, &expected, false))
+    tpu_mem_free(b->mem);
+}
+
+void tpu_buffer_reader_done(tpu_buffer *b) {
+  if (atomic_fetch_sub(&b->pending_readers, 1) == 1)
+    maybe_return_memory(b);
+}
+
+void tpu_buffer_release_storage(tpu_buffer *b) {
+  pthread_mutex_lock(&materialize_mu);
+  bool pending = !atomic_load(&b->live);
+  tpu_op_call *producer = b->producer;
+  b->producer = NULL;
+  atomic_store(&b->storage_released, true);
+  pthread_mutex_unlock(&materialize_mu);
+  /* Died unread: the producer never runs and the memory is never allocated. */
+  if (producer)
+    tpu_op_call_free(producer);
+  if (b->identity != b->mem) {
+    pthread_mutex_lock(&pending_mu);
+    tpu_heap_free(pending_heaps[b->device], b->identity);
+    pthread_mutex_unlock(&pending_mu);
+  }
+  if (!pending)
+    maybe_return_memory(b);
+  tpu_buffer_release(b);
+}
+
+void tpu_buffer_poison(tpu_buffer *b, const char *op, const char *message) {
+  size_t len = strlen(op) + strlen(message) + 64;
+  char *text = malloc(len);
+  if (!text)
+    return;
+  snprintf(text, len, "tensor contents are invalid: tpu op '%s' failed: %s", op, message);
+  char *expected = NULL;
+  if (!atomic_compare_exchange_strong(&b->poison, &expected, text))
+    free(text);
+}
+
+tpu_status tpu_buffer_check_poison(const tpu_buffer *b) {
+  const char *text = atomic_load(&b->poison);
+  return text ? tpu_error(TPU_ERR_RUNTIME, "%s", text) : TPU_OK;
+}
+
+int tpu_buffer_device_of(const void *ptr) {
+  int device = tpu_mem_device_of(ptr);
+  if (device >= 0)
+    return device;
+  pthread_mutex_lock(&pending_mu);
+  for (int d = 0; d < TPU_MAX_DEVICES && device < 0; d++)
+    if (pending_heaps[d] && tpu_heap_contains(pending_heaps[d], ptr))
+      device = d;
+  pthread_mutex_unlock(&pending_mu);
+  return device;
+}

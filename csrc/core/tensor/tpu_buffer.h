@@ -1,0 +1,73 @@
+/* A buffer is the memory behind one storage. Its identity (the address PyTorch sees as the DataPtr)
+ * is unique, 64-byte aligned and fixed at creation. A live buffer's identity is its memory. A
+ * pending buffer (produced by a deferred op) has an identity from a reserved, inaccessible range and
+ * no memory until something reads it; one that dies unread is never allocated.
+ *
+ * Lifetime: the storage holds one reference and each queued op holds one. When the storage dies
+ * (tpu_buffer_release_storage) the memory goes back to the allocator at once, stream-ordered, unless
+ * a deferred op that has not been launched yet still reads it. */
+#ifndef TPU_BUFFER_H
+#define TPU_BUFFER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/tpu_status.h"
+
+struct tpu_op_call;
+
+typedef struct tpu_buffer tpu_buffer;
+
+/* A live buffer of `nbytes` on `device`, allocated for stream index `stream`; refcount 1. */
+tpu_status tpu_buffer_create(int device, int stream, size_t nbytes, tpu_buffer **out);
+
+/* A pending buffer: identity only, refcount 1. Attach its producer with tpu_buffer_set_producer. */
+tpu_status tpu_buffer_create_pending(int device, int stream, size_t nbytes, tpu_buffer **out);
+
+/* Makes `call` (a deferred op whose single output views this buffer) the pending buffer's producer;
+ * the buffer owns the call. Counts the call's inputs' pending readers. */
+void tpu_buffer_set_producer(tpu_buffer *buffer, struct tpu_op_call *call);
+
+/* Makes a pending buffer live: allocates its memory and launches its producer on its stream. A no-op
+ * for a live buffer. */
+tpu_status tpu_buffer_materialize(tpu_buffer *buffer);
+
+/* True once the buffer has memory. */
+bool tpu_buffer_is_live(const tpu_buffer *buffer);
+
+/* Adds a reference (a queued op). */
+void tpu_buffer_retain(tpu_buffer *buffer);
+
+/* Drops a reference; the last one frees the buffer's bookkeeping. */
+void tpu_buffer_release(tpu_buffer *buffer);
+
+/* The storage that owns the buffer died: give the memory back (see the header comment) and drop the
+ * storage's reference. A pending buffer is dropped with its producer, never allocated. */
+void tpu_buffer_release_storage(tpu_buffer *buffer);
+
+/* Device, size, identity (the DataPtr address) and memory (NULL while pending) of a buffer. */
+int tpu_buffer_device(const tpu_buffer *buffer);
+size_t tpu_buffer_nbytes(const tpu_buffer *buffer);
+void *tpu_buffer_identity(const tpu_buffer *buffer);
+void *tpu_buffer_memory(const tpu_buffer *buffer);
+
+/* True while the buffer waits for its producer (pending and not materialized). */
+bool tpu_buffer_has_producer(const tpu_buffer *buffer);
+
+/* The poison message (see tpu_buffer_poison), or NULL. */
+const char *tpu_buffer_poison_message(const tpu_buffer *buffer);
+
+/* Called when a deferred op reading this buffer is launched or dropped: one pending reader fewer. */
+void tpu_buffer_reader_done(tpu_buffer *buffer);
+
+/* Marks the buffer's contents invalid because `op` failed with `message` asynchronously. */
+void tpu_buffer_poison(tpu_buffer *buffer, const char *op, const char *message);
+
+/* TPU_OK, or the error recorded by tpu_buffer_poison (a RuntimeError naming the op). */
+tpu_status tpu_buffer_check_poison(const tpu_buffer *buffer);
+
+/* Device of a buffer identity or arena address, or -1 when `ptr` is not tpu memory. */
+int tpu_buffer_device_of(const void *ptr);
+
+#endif

@@ -1,0 +1,39 @@
+/* A view of memory as kernels see it: a buffer (or, for copies to and from the host, a host
+ * pointer) plus byte offset, dtype, sizes and element strides. */
+#ifndef TPU_TENSOR_H
+#define TPU_TENSOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/tpu_dtype.h"
+#include "base/tpu_status.h"
+#include "tensor/tpu_buffer.h"
+
+/* The most dimensions a kernel accepts (TensorIterator's limit on CUDA). */
+#define TPU_MAX_DIMS 25
+
+typedef struct tpu_tensor {
+  tpu_buffer *buf; /* device memory, or NULL for host memory */
+  void *host;      /* base of host memory when buf is NULL */
+  int64_t offset;  /* bytes from the base to element [0, ..., 0] */
+  tpu_dtype dtype;
+  int32_t ndim;
+  int64_t sizes[TPU_MAX_DIMS];
+  int64_t strides[TPU_MAX_DIMS]; /* in elements */
+} tpu_tensor;
+
+/* Address of element [0, ..., 0]; the buffer must be live. */
+void *tpu_tensor_data(const tpu_tensor *t);
+
+/* Number of elements. */
+int64_t tpu_tensor_numel(const tpu_tensor *t);
+
+/* True when the elements are dense in row-major order. */
+bool tpu_tensor_is_contiguous(const tpu_tensor *t);
+
+/* Validates a view: dtype, ndim <= TPU_MAX_DIMS, non-negative sizes, and (for device views) every
+ * element inside the buffer. Kernels rely on it, so no view can reach memory outside its buffer. */
+tpu_status tpu_tensor_check(const tpu_tensor *t);
+
+#endif

@@ -1,0 +1,150 @@
+/* Streams and events: ordering, asynchrony, errors surfacing at synchronization, cross-stream
+ * waits, timing, and launch blocking. */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "exec/tpu_event.h"
+#include "exec/tpu_stream.h"
+#include "tpu_test.h"
+
+typedef struct counter_ctx {
+  atomic_int *log;
+  atomic_int *next;
+  int expected;
+} counter_ctx;
+
+static tpu_status run_in_order(void *arg) {
+  counter_ctx *c = arg;
+  int slot = atomic_fetch_add(c->next, 1);
+  atomic_store(&c->log[slot], c->expected);
+  return TPU_OK;
+}
+
+static void test_in_order(void) {
+  tpu_stream *s = tpu_stream_get(0, 0);
+  CHECK(s != NULL);
+  enum { N = 3000 }; /* more than the queue holds, so producers wait for room */
+  static atomic_int log[N];
+  atomic_int next = 0;
+  for (int i = 0; i < N; i++) {
+    counter_ctx *c = malloc(sizeof *c);
+    *c = (counter_ctx){.log = log, .next = &next, .expected = i};
+    CHECK_OK(tpu_stream_submit(s, "in_order", run_in_order, free, c));
+  }
+  CHECK_OK(tpu_stream_synchronize(s));
+  CHECK(tpu_stream_query(s));
+  int ordered = 1;
+  for (int i = 0; i < N; i++)
+    ordered &= atomic_load(&log[i]) == i;
+  CHECK(ordered);
+  CHECK(tpu_stream_completed(s) == tpu_stream_submitted(s));
+}
+
+static atomic_int gate;
+
+static tpu_status run_gated(void *arg) {
+  (void)arg;
+  while (!atomic_load(&gate))
+    usleep(100);
+  return TPU_OK;
+}
+
+static void test_async_and_query(void) {
+  tpu_stream *s = tpu_stream_get(0, 0);
+  atomic_store(&gate, 0);
+  CHECK_OK(tpu_stream_submit(s, "gated", run_gated, NULL, NULL));
+  CHECK(!tpu_stream_query(s)); /* submit returned before the work ran */
+  atomic_store(&gate, 1);
+  CHECK_OK(tpu_stream_synchronize(s));
+  CHECK(tpu_stream_query(s));
+}
+
+static tpu_status run_failing(void *arg) {
+  (void)arg;
+  return tpu_error(TPU_ERR_INDEX, "index 7 is out of bounds");
+}
+
+static void test_async_error(void) {
+  tpu_stream *s = tpu_stream_get(0, 0);
+  CHECK_OK(tpu_stream_submit(s, "index_select", run_failing, NULL, NULL));
+  tpu_status st = tpu_stream_synchronize(s);
+  CHECK(st == TPU_ERR_INDEX);
+  CHECK(strstr(tpu_last_error(), "index_select") != NULL);
+  CHECK(strstr(tpu_last_error(), "out of bounds") != NULL);
+  CHECK_OK(tpu_stream_synchronize(s)); /* reported once; the stream stays usable */
+  CHECK_OK(tpu_stream_submit(s, "in_order", NULL, NULL, NULL));
+  CHECK_OK(tpu_device_synchronize(0));
+}
+
+static void test_streams_and_events(void) {
+  int a_index, b_index;
+  CHECK_OK(tpu_stream_create(0, 0, &a_index));
+  CHECK_OK(tpu_stream_create(0, -1, &b_index));
+  CHECK(a_index != b_index && a_index > 0);
+  tpu_stream *a = tpu_stream_get(0, a_index), *b = tpu_stream_get(0, b_index);
+  CHECK(tpu_stream_priority(b) == -1);
+
+  tpu_event *start, *stop;
+  CHECK_OK(tpu_event_create(true, &start));
+  CHECK_OK(tpu_event_create(true, &stop));
+  CHECK(tpu_event_query(stop)); /* never recorded */
+  atomic_store(&gate, 0);
+  CHECK_OK(tpu_event_record(start, a));
+  CHECK_OK(tpu_stream_submit(a, "gated", run_gated, NULL, NULL));
+  CHECK_OK(tpu_event_record(stop, a));
+  CHECK(!tpu_event_query(stop));
+  double ms;
+  CHECK(tpu_event_elapsed_ms(start, stop, &ms) != TPU_OK); /* not completed yet */
+
+  /* b waits for a's event: work on b cannot finish before the gate opens. */
+  CHECK_OK(tpu_event_block(stop, b));
+  CHECK_OK(tpu_stream_submit(b, "in_order", NULL, NULL, NULL));
+  usleep(2000);
+  CHECK(!tpu_stream_query(b));
+  usleep(3000);
+  atomic_store(&gate, 1);
+  CHECK_OK(tpu_event_synchronize(stop));
+  CHECK(tpu_event_query(stop));
+  CHECK_OK(tpu_stream_synchronize(b));
+  CHECK_OK(tpu_event_elapsed_ms(start, stop, &ms));
+  CHECK(ms >= 0.0);
+  CHECK(tpu_event_device(stop) == 0);
+
+  tpu_event *plain;
+  CHECK_OK(tpu_event_create(false, &plain));
+  CHECK_OK(tpu_event_record(plain, a));
+  CHECK(tpu_event_elapsed_ms(plain, stop, &ms) != TPU_OK);
+  tpu_event_destroy(plain);
+  tpu_event_destroy(start);
+  tpu_event_destroy(stop);
+}
+
+static void test_launch_blocking(void) {
+  tpu_stream *s = tpu_stream_get(0, 0);
+  tpu_set_launch_blocking(true);
+  tpu_status st = tpu_stream_submit(s, "index_select", run_failing, NULL, NULL);
+  CHECK(st == TPU_ERR_INDEX); /* raised at the op */
+  CHECK(strstr(tpu_last_error(), "out of bounds") != NULL);
+  CHECK_OK(tpu_stream_synchronize(s));
+  tpu_set_launch_blocking(false);
+}
+
+static void test_bad_arguments(void) {
+  CHECK(tpu_stream_get(0, TPU_MAX_STREAMS) == NULL);
+  CHECK(tpu_stream_get(99, 0) == NULL);
+  int index;
+  CHECK(tpu_stream_create(99, 0, &index) != TPU_OK);
+  CHECK(tpu_device_synchronize(-1) != TPU_OK);
+}
+
+int main(void) {
+  RUN_TEST(test_in_order);
+  RUN_TEST(test_async_and_query);
+  RUN_TEST(test_async_error);
+  RUN_TEST(test_streams_and_events);
+  RUN_TEST(test_launch_blocking);
+  RUN_TEST(test_bad_arguments);
+  TEST_MAIN_END();
+}

@@ -1,0 +1,163 @@
+// The torch_tpu._C Python module: thin wrappers the torch.tpu package builds on.
+#include <ATen/Context.h>
+#include <torch/csrc/Generator.h>
+#include <torch/csrc/utils/device_lazy_init.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include "runtime/TpuAllocator.h"
+#include "runtime/TpuCore.h"
+#include "runtime/TpuGenerator.h"
+#include "runtime/TpuStreams.h"
+
+extern "C" {
+#include "core/base/tpu_env.h"
+#include "core/exec/tpu_device.h"
+#include "core/mem/tpu_allocator.h"
+#include "core/mem/tpu_host_alloc.h"
+}
+
+namespace py = pybind11;
+
+namespace torch_tpu {
+namespace {
+
+py::tuple stream_tuple(const c10::Stream& s) {
+  return py::make_tuple(
+      s.id(), s.device_index(), static_cast<int64_t>(c10::DeviceType::PrivateUse1));
+}
+
+py::dict op_stats() {
+  py::dict native;
+  for (int op = 0; op < TPU_OP_COUNT; op++) {
+    uint64_t count = tpu_op_native_count(static_cast<tpu_op_id>(op));
+    if (count) {
+      native[py::str(tpu_op_name(static_cast<tpu_op_id>(op)))] = count;
+    }
+  }
+  py::dict fallback;
+  tpu_op_fallback_counts(
+      [](const char* name, uint64_t count, void* ctx) {
+        (*static_cast<py::dict*>(ctx))[py::str(name)] = count;
+      },
+      &fallback);
+  py::dict stats;
+  stats["native"] = native;
+  stats["fallback"] = fallback;
+  return stats;
+}
+
+py::list env_vars() {
+  size_t count = 0;
+  const tpu_env_var* vars = tpu_env_list(&count);
+  py::list out;
+  for (size_t i = 0; i < count; i++) {
+    out.append(py::make_tuple(
+        vars[i].name, vars[i].default_value, vars[i].meaning, tpu_env_stage_name(vars[i].stage)));
+  }
+  return out;
+}
+
+// A tensor whose storage is a pending buffer filled by a deferred op: memory is committed only if
+// something reads it. Test-only until fused mode builds on it.
+at::Tensor deferred_full(std::vector<int64_t> sizes, double value, c10::ScalarType dtype) {
+  c10::DeviceIndex device = current_device();
+  tpu_dtype core_dtype = to_core_dtype(dtype);
+  TORCH_CHECK_TYPE(tpu_dtype_is_floating(core_dtype), "deferred_full needs a floating dtype");
+  int64_t numel = c10::multiply_integers(sizes);
+  size_t nbytes = static_cast<size_t>(numel) * c10::elementSize(dtype);
+  tpu_buffer* buffer = nullptr;
+  check(tpu_buffer_create_pending(
+      device, static_cast<int>(current_stream(device).id()), nbytes, &buffer));
+  c10::Storage storage(
+      c10::Storage::use_byte_size_t(), nbytes, wrap_buffer(buffer),
+      c10::GetAllocator(c10::DeviceType::PrivateUse1), /*resizable=*/false);
+  at::Tensor result = at::detail::make_tensor<c10::TensorImpl>(
+      std::move(storage), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+      caffe2::TypeMeta::fromScalarType(dtype));
+  result.unsafeGetTensorImpl()->set_sizes_contiguous(sizes);
+  tpu_op_call* call = new_call(TPU_OP_FILL, 0, 1);
+  call->tensors[0] = core_view(result);
+  call->scalars[0].f = value;
+  check(tpu_op_defer(call));
+  return result;
+}
+
+} // namespace
+} // namespace torch_tpu
+
+PYBIND11_MODULE(_C, m) {
+  using namespace torch_tpu;
+  m.doc() = "torch_tpu native module";
+
+  m.def("_lazy_init", [] {
+    torch::utils::register_fork_handler_for_device_init(at::kPrivateUse1);
+    at::globalContext().lazyInitDevice(c10::DeviceType::PrivateUse1);
+  });
+  m.def("_is_in_bad_fork", [] {
+    return torch::utils::is_device_in_bad_fork(at::kPrivateUse1) || tpu_runtime_in_bad_fork();
+  });
+  m.def("_device_count", [] { return static_cast<int>(device_count()); });
+  m.def("_current_device", [] { return static_cast<int>(current_device()); });
+  m.def("_set_device", [](int device) { set_current_device(static_cast<c10::DeviceIndex>(device)); });
+  m.def("_device_name", [](int device) {
+    check(tpu_device_check(device));
+    return std::string(tpu_device_name(device));
+  });
+  m.def("_device_capacity", [](int device) {
+    check(tpu_device_check(device));
+    return tpu_device_capacity(device);
+  });
+  m.def("_synchronize", [](int device) {
+    py::gil_scoped_release no_gil;
+    check(tpu_device_synchronize(device));
+  });
+
+  m.def("_current_stream", [](int device) {
+    return stream_tuple(current_stream(static_cast<c10::DeviceIndex>(device)));
+  });
+  m.def("_default_stream", [](int device) {
+    return stream_tuple(default_stream(static_cast<c10::DeviceIndex>(device)));
+  });
+  m.def("_set_stream", [](int64_t id, int device) {
+    exchange_stream(c10::Stream(
+        c10::Stream::UNSAFE, c10::Device(c10::DeviceType::PrivateUse1, device), id));
+  });
+
+  m.def("_get_default_generator", [](int device) {
+    torch::utils::register_fork_handler_for_device_init(at::kPrivateUse1);
+    return py::reinterpret_steal<py::object>(
+        THPGenerator_initDefaultGenerator(default_generator(static_cast<c10::DeviceIndex>(device))));
+  });
+
+  m.def("_memory_summary", [](int device) {
+    check(tpu_device_check(device));
+    std::string text(8192, '\0');
+    tpu_mem_summary(device, text.data(), text.size());
+    text.resize(std::strlen(text.c_str()));
+    return text;
+  });
+  m.def("_host_memory_stats", [] {
+    tpu_host_stats s{};
+    tpu_host_get_stats(&s);
+    py::dict d;
+    d["allocations"] = s.allocations;
+    d["allocated_bytes"] = s.allocated_bytes;
+    d["reserved_bytes"] = s.reserved_bytes;
+    d["peak_allocated_bytes"] = s.peak_allocated_bytes;
+    d["num_host_alloc"] = s.num_host_alloc;
+    d["num_host_free"] = s.num_host_free;
+    return d;
+  });
+
+  m.def("_op_stats", &op_stats);
+  m.def("_reset_op_stats", [] { tpu_op_reset_counts(); });
+  m.def("_env_vars", &env_vars);
+  m.def("_set_launch_blocking", [](bool on) { tpu_set_launch_blocking(on); });
+  m.def("_launch_blocking", [] { return tpu_launch_blocking(); });
+
+  m.def("_deferred_full", &deferred_full);
+  m.def("_is_materialized", [](const at::Tensor& t) {
+    TORCH_CHECK(t.is_privateuseone(), "expected a tpu tensor, got ", t.device());
+    return tpu_buffer_is_live(buffer_of(t));
+  });
+}

@@ -1,0 +1,168 @@
+// Copies between tpu and CPU and within tpu, across dtypes, broadcasting and strided, as ordered
+// work on the current stream. Host-to-device copies from pageable memory are staged (small) or
+// synchronous (large); from pinned memory with non_blocking=True they stay asynchronous and the
+// pinned block is kept from reuse until the copy ran. Device-to-host copies synchronize, except
+// non_blocking ones into pinned memory.
+#include <ATen/MemoryOverlap.h>
+#include <ATen/core/CachingHostAllocator.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/empty.h>
+#include <torch/library.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "ops/TpuOps.h"
+#include "runtime/TpuCore.h"
+#include "runtime/TpuStreams.h"
+
+extern "C" {
+#include "core/base/tpu_env.h"
+}
+
+namespace torch_tpu {
+namespace {
+
+size_t staging_limit() {
+  static const size_t limit = [] {
+    uint64_t bytes = 1 << 20;
+    tpu_parse_bytes(tpu_env_get("TORCH_TPU_STAGING_LIMIT"), &bytes);
+    return static_cast<size_t>(bytes);
+  }();
+  return limit;
+}
+
+bool core_converts(c10::ScalarType a, c10::ScalarType b) {
+  return a == b || (tpu_dtype_is_computable(to_core_dtype(a)) &&
+                    tpu_dtype_is_computable(to_core_dtype(b)));
+}
+
+// A copy call reading `src` (already broadcast to dst's shape) into `dst`.
+tpu_op_call* copy_call(const tpu_tensor& src, const tpu_tensor& dst) {
+  tpu_op_call* call = new_call(TPU_OP_COPY, 1, 1);
+  call->tensors[0] = src;
+  call->tensors[1] = dst;
+  return call;
+}
+
+bool is_pinned(const at::Tensor& t) {
+  return t.is_cpu() && at::getHostAllocator(at::kPrivateUse1) != nullptr &&
+         at::detail::getPrivateUse1Hooks().isPinnedPtr(t.data_ptr());
+}
+
+void record_pinned_use(const at::Tensor& host, c10::DeviceIndex device) {
+  c10::Stream stream = current_stream(device);
+  at::getHostAllocator(at::kPrivateUse1)->record_event(host.data_ptr(), nullptr, stream);
+}
+
+void copy_host_to_device(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
+  c10::DeviceIndex device = dst.device().index();
+  tpu_tensor dst_view = core_view(dst);
+  if (non_blocking && is_pinned(src)) {
+    tpu_tensor src_view = core_view(src.expand(dst.sizes()));
+    launch(device, copy_call(src_view, dst_view));
+    record_pinned_use(src, device);
+    return;
+  }
+  const size_t nbytes = static_cast<size_t>(src.numel()) * src.element_size();
+  if (nbytes > staging_limit()) {
+    tpu_tensor src_view = core_view(src.expand(dst.sizes()));
+    launch_sync(device, copy_call(src_view, dst_view));
+    return;
+  }
+  // Stage a dense copy of the source so the caller may reuse its memory at once; the broadcast
+  // strides are rebuilt over the staged bytes.
+  at::Tensor dense = src.contiguous();
+  void* staged = std::malloc(nbytes ? nbytes : 1);
+  TORCH_CHECK_WITH(OutOfMemoryError, staged, "cannot stage ", nbytes, " bytes for a tpu copy");
+  std::memcpy(staged, dense.data_ptr(), nbytes);
+  at::Tensor staged_view =
+      at::from_blob(staged, dense.sizes(), dense.options()).expand(dst.sizes());
+  tpu_op_call* call = copy_call(core_view(staged_view), dst_view);
+  call->cleanup = &std::free;
+  call->cleanup_ctx = staged;
+  launch(device, call);
+}
+
+void copy_device_to_host(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
+  c10::DeviceIndex device = src.device().index();
+  tpu_op_call* call = copy_call(core_view(src.expand(dst.sizes())), core_view(dst));
+  if (non_blocking && is_pinned(dst)) {
+    launch(device, call);
+    record_pinned_use(dst, device);
+  } else {
+    launch_sync(device, call);
+  }
+}
+
+void copy_raw(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
+  if (src.is_privateuseone() && dst.is_privateuseone()) {
+    if (src.device() == dst.device()) {
+      at::assert_no_internal_overlap(dst);
+      at::assert_no_partial_overlap(dst, src);
+      launch(dst.device().index(), copy_call(core_view(src.expand(dst.sizes())), core_view(dst)));
+    } else {
+      // Across chips: through the host, in order with both devices' streams.
+      at::Tensor host = at::empty(src.sizes(), src.options().device(at::kCPU));
+      copy_device_to_host(src, host, false);
+      copy_host_to_device(host, dst, false);
+    }
+  } else if (src.is_cpu()) {
+    copy_host_to_device(src, dst, non_blocking);
+  } else {
+    copy_device_to_host(src, dst, non_blocking);
+  }
+}
+
+} // namespace
+
+void copy_into(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
+  if (dst.numel() == 0 || dst.is_same(src)) {
+    return;
+  }
+  TORCH_CHECK(
+      (src.is_cpu() || src.is_privateuseone()) && (dst.is_cpu() || dst.is_privateuseone()),
+      "copy between ", src.device(), " and ", dst.device(), " is not supported by tpu");
+  if (core_converts(src.scalar_type(), dst.scalar_type())) {
+    copy_raw(src, dst, non_blocking);
+  } else if (dst.is_cpu()) {
+    // The device cannot convert this pair: bring the raw values over, convert on the host.
+    at::Tensor host = at::empty(src.sizes(), src.options().device(at::kCPU));
+    copy_raw(src, host, false);
+    dst.copy_(host);
+  } else {
+    at::Tensor host = src.to(at::kCPU).to(dst.scalar_type());
+    copy_raw(host, dst, false);
+  }
+  // Conjugate and negative bits are lazy flags of views: apply them the way CPU's copy_ does.
+  if (src.is_conj() != dst.is_conj()) {
+    dst.conj_physical_();
+  }
+  if (src.is_neg() != dst.is_neg()) {
+    dst.neg_();
+  }
+}
+
+namespace {
+
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  copy_into(self, dst, non_blocking);
+  return dst;
+}
+
+at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
+  if (dst.sizes() != self.sizes()) {
+    dst.resize_(self.sizes());
+  }
+  copy_into(self, dst, false);
+  return dst;
+}
+
+} // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_copy_from", TORCH_FN(copy_from));
+  m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
+}
+
+} // namespace torch_tpu

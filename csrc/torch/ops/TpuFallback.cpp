@@ -1,0 +1,221 @@
+// The one boxed fallback for ops without a native kernel: it checks devices as CUDA would, counts
+// the call in the core, copies the inputs to the host (which synchronizes the stream), runs the CPU
+// kernel, writes mutated inputs back (ordered after the queued work) and returns outputs on the
+// device. In-place and out= semantics and the aliasing of mutable outputs are kept; view ops
+// never get here, they all have native kernels. TORCH_TPU_CPU_FALLBACK=0 turns it into an error.
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/_copy_from_and_resize.h>
+#include <torch/library.h>
+
+#include "runtime/TpuCore.h"
+#include "runtime/TpuGenerator.h"
+
+extern "C" {
+#include "core/base/tpu_env.h"
+}
+
+namespace torch_tpu {
+namespace {
+
+std::string full_name(const c10::OperatorHandle& op) {
+  const auto& name = op.schema().operator_name();
+  return name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
+}
+
+bool fallback_enabled() {
+  static const bool enabled = tpu_env_flag("TORCH_TPU_CPU_FALLBACK", true);
+  return enabled;
+}
+
+// Ops whose index arguments may live on the CPU, as on CUDA.
+bool accepts_host_indices(const std::string& name) {
+  return name.rfind("aten::index.", 0) == 0 || name.rfind("aten::index_put", 0) == 0 ||
+         name.rfind("aten::_index_put_impl_", 0) == 0 || name == "aten::index";
+}
+
+// Every tensor in the arguments, lists included.
+template <typename Fn>
+void for_each_tensor(const c10::IValue& value, Fn&& fn) {
+  if (value.isTensor()) {
+    fn(value.toTensor());
+  } else if (value.isTensorList()) {
+    for (const at::Tensor& t : value.toTensorVector()) {
+      fn(t);
+    }
+  } else if (value.isOptionalTensorList()) {
+    for (const auto& t : value.toOptionalTensorVector()) {
+      if (t.has_value()) {
+        fn(*t);
+      }
+    }
+  }
+}
+
+// The tpu device the op runs for, after checking all tensors agree the way CUDA kernels check.
+c10::Device target_device(const std::string& name, c10::ArrayRef<c10::IValue> args) {
+  std::optional<c10::Device> tpu;
+  std::optional<c10::Device> device_arg;
+  std::optional<c10::Device> other;
+  for (const auto& arg : args) {
+    if (arg.isDevice() && arg.toDevice().is_privateuseone()) {
+      device_arg = arg.toDevice();
+    }
+    for_each_tensor(arg, [&](const at::Tensor& t) {
+      if (!t.defined()) {
+        return;
+      }
+      TORCH_CHECK_NOT_IMPLEMENTED(
+          t.layout() == c10::Layout::Strided, "Could not run '", name, "' with ", t.layout(),
+          " tensors on tpu: only strided tensors are supported");
+      bool host_scalar = t.is_cpu() && t.dim() == 0;
+      if (t.is_privateuseone() && !tpu) {
+        tpu = t.device();
+      } else if (t.device() != tpu && !host_scalar && !accepts_host_indices(name) && !other) {
+        other = t.device();
+      }
+    });
+  }
+  if (!tpu) {
+    tpu = device_arg;
+  }
+  TORCH_INTERNAL_ASSERT(tpu, "tpu fallback for ", name, " without a tpu tensor or device");
+  TORCH_CHECK(
+      !other, "Expected all tensors to be on the same device, but found at least two devices, ",
+      *tpu, " and ", *other, "! (when running ", name, ")");
+  return *tpu;
+}
+
+at::Tensor to_host(const at::Tensor& t) {
+  return t.defined() && t.is_privateuseone() ? t.to(at::kCPU) : t;
+}
+
+// A CPU generator seeded from the tpu generator, so fallback random ops follow torch.tpu's seed.
+at::Generator host_generator(const c10::IValue& arg, c10::DeviceIndex device) {
+  std::optional<at::Generator> tpu_gen;
+  if (arg.isGenerator()) {
+    tpu_gen = arg.toGenerator();
+  }
+  PhiloxArgs args = philox_args(tpu_gen, device);
+  return at::detail::createCPUGenerator(args.seed ^ (args.offset * 0x9e3779b97f4a7c15ull));
+}
+
+bool is_generator_arg(const c10::Argument& arg) {
+  return arg.type()->str().find("Generator") != std::string::npos;
+}
+
+void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const std::string name = full_name(op);
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      fallback_enabled(), "The operator '", name, "' is not currently implemented for the tpu "
+      "device, and the CPU fallback is off (TORCH_TPU_CPU_FALLBACK=0).");
+  const auto& schema = op.schema();
+  const size_t n_args = schema.arguments().size();
+  const size_t begin = stack->size() - n_args;
+  c10::ArrayRef<c10::IValue> args(stack->data() + begin, n_args);
+  const c10::Device device = target_device(name, args);
+  tpu_op_count_fallback(name.c_str());
+
+  // Inputs to the host, keeping the originals for write-back and aliasing.
+  std::vector<c10::IValue> originals(args.begin(), args.end());
+  for (size_t i = 0; i < n_args; i++) {
+    c10::IValue& arg = (*stack)[begin + i];
+    if (arg.isTensor()) {
+      arg = to_host(arg.toTensor());
+    } else if (arg.isTensorList()) {
+      std::vector<at::Tensor> host;
+      for (const at::Tensor& t : arg.toTensorVector()) {
+        host.push_back(to_host(t));
+      }
+      arg = c10::IValue(c10::List<at::Tensor>(host));
+    } else if (arg.isOptionalTensorList()) {
+      c10::List<std::optional<at::Tensor>> host;
+      for (const auto& t : arg.toOptionalTensorVector()) {
+        host.push_back(t.has_value() ? std::optional<at::Tensor>(to_host(*t)) : std::nullopt);
+      }
+      arg = c10::IValue(host);
+    } else if (arg.isDevice()) {
+      arg = c10::IValue(c10::Device(at::kCPU));
+    } else if (is_generator_arg(schema.arguments()[i])) {
+      arg = c10::IValue(host_generator(arg, device.index()));
+    }
+  }
+  std::vector<c10::IValue> host_args((*stack).begin() + begin, (*stack).end());
+
+  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+
+  // Mutated inputs: write the host results back into the device tensors.
+  for (size_t i = 0; i < n_args; i++) {
+    const auto* alias = schema.arguments()[i].alias_info();
+    if (!alias || !alias->isWrite()) {
+      continue;
+    }
+    if (originals[i].isTensor() && originals[i].toTensor().defined()) {
+      at::_copy_from_and_resize(host_args[i].toTensor(), originals[i].toTensor());
+    } else if (originals[i].isTensorList()) {
+      auto dst = originals[i].toTensorVector();
+      auto src = host_args[i].toTensorVector();
+      for (size_t j = 0; j < dst.size(); j++) {
+        if (dst[j].defined()) {
+          at::_copy_from_and_resize(src[j], dst[j]);
+        }
+      }
+    }
+  }
+
+  // Outputs: mutable aliases are the original inputs; everything else goes to the device.
+  const auto& returns = schema.returns();
+  const size_t out_begin = stack->size() - returns.size();
+  for (size_t r = 0; r < returns.size(); r++) {
+    c10::IValue& out = (*stack)[out_begin + r];
+    const auto* alias = returns[r].alias_info();
+    if (alias && alias->isWrite()) {
+      bool found = false;
+      for (size_t i = 0; i < n_args && !found; i++) {
+        const auto* arg_alias = schema.arguments()[i].alias_info();
+        if (arg_alias && *arg_alias == *alias) {
+          out = originals[i];
+          found = true;
+        }
+      }
+      TORCH_CHECK(found, "tpu fallback: no input aliases output ", r, " of ", name);
+      continue;
+    }
+    TORCH_CHECK(
+        !alias, "The operator ", name, " is a view operator without a tpu kernel; views cannot "
+        "fall back to the CPU because storage cannot be shared across devices.");
+    for_each_tensor(out, [&](const at::Tensor& t) {
+      TORCH_CHECK_NOT_IMPLEMENTED(
+          !t.defined() || t.layout() == c10::Layout::Strided,
+          "Could not run '", name, "' on tpu: it returns ", t.layout(), " tensors, and only "
+          "strided tensors are supported");
+    });
+    if (out.isTensor() && out.toTensor().defined()) {
+      out = out.toTensor().to(device);
+    } else if (out.isTensorList()) {
+      std::vector<at::Tensor> moved;
+      for (const at::Tensor& t : out.toTensorVector()) {
+        moved.push_back(t.defined() ? t.to(device) : t);
+      }
+      out = c10::IValue(c10::List<at::Tensor>(moved));
+    }
+  }
+}
+
+void sparse_unsupported(const c10::OperatorHandle& op, torch::jit::Stack* /*stack*/) {
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      false, "Could not run '", full_name(op), "' with sparse tensors on tpu: sparse tensors are "
+      "not supported on the tpu device");
+}
+
+} // namespace
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());
+}
+
+TORCH_LIBRARY_IMPL(_, SparsePrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&sparse_unsupported>());
+}
+
+} // namespace torch_tpu

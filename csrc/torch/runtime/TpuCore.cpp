@@ -1,0 +1,152 @@
+#include "runtime/TpuCore.h"
+
+#include <c10/util/Exception.h>
+
+#include "runtime/TpuStreams.h"
+
+extern "C" {
+#include "core/exec/tpu_device.h"
+}
+
+namespace torch_tpu {
+
+void throw_status(tpu_status status, const char* context) {
+  std::string message = tpu_last_error();
+  if (context) {
+    message = std::string(context) + ": " + message;
+  }
+  switch (status) {
+    case TPU_OK:
+      TORCH_INTERNAL_ASSERT(false, "throw_status called with TPU_OK");
+    case TPU_ERR_VALUE:
+      TORCH_CHECK_VALUE(false, message);
+    case TPU_ERR_TYPE:
+      TORCH_CHECK_TYPE(false, message);
+    case TPU_ERR_INDEX:
+      TORCH_CHECK_INDEX(false, message);
+    case TPU_ERR_OUT_OF_MEMORY:
+      TORCH_CHECK_WITH(OutOfMemoryError, false, message);
+    case TPU_ERR_NOT_IMPLEMENTED:
+      TORCH_CHECK_NOT_IMPLEMENTED(false, message);
+    case TPU_ERR_RUNTIME:
+    case TPU_ERR_BAD_FORK:
+      break;
+  }
+  TORCH_CHECK(false, message);
+}
+
+bool is_storable(c10::ScalarType type) {
+  switch (type) {
+    case c10::kBool:
+    case c10::kByte:
+    case c10::kChar:
+    case c10::kShort:
+    case c10::kInt:
+    case c10::kLong:
+    case c10::kHalf:
+    case c10::kBFloat16:
+    case c10::kFloat:
+    case c10::kDouble:
+    case c10::kComplexFloat:
+    case c10::kComplexDouble:
+    case c10::kUInt16:
+    case c10::kUInt32:
+    case c10::kUInt64:
+    case c10::kFloat8_e4m3fn:
+    case c10::kFloat8_e5m2:
+      return true;
+    default:
+      return false;
+  }
+}
+
+tpu_dtype to_core_dtype(c10::ScalarType type) {
+  switch (type) {
+    case c10::kBool: return TPU_BOOL;
+    case c10::kByte: return TPU_UINT8;
+    case c10::kChar: return TPU_INT8;
+    case c10::kShort: return TPU_INT16;
+    case c10::kInt: return TPU_INT32;
+    case c10::kLong: return TPU_INT64;
+    case c10::kHalf: return TPU_FLOAT16;
+    case c10::kBFloat16: return TPU_BFLOAT16;
+    case c10::kFloat: return TPU_FLOAT32;
+    case c10::kDouble: return TPU_FLOAT64;
+    case c10::kComplexFloat: return TPU_COMPLEX64;
+    case c10::kComplexDouble: return TPU_COMPLEX128;
+    case c10::kUInt16: return TPU_UINT16;
+    case c10::kUInt32: return TPU_UINT32;
+    case c10::kUInt64: return TPU_UINT64;
+    case c10::kFloat8_e4m3fn: return TPU_FLOAT8_E4M3FN;
+    case c10::kFloat8_e5m2: return TPU_FLOAT8_E5M2;
+    default:
+      TORCH_CHECK_TYPE(false, "tpu tensors do not support dtype ", type);
+  }
+}
+
+tpu_buffer* buffer_of(const at::Tensor& tensor) {
+  auto* buffer = static_cast<tpu_buffer*>(tensor.storage().data_ptr().get_context());
+  TORCH_CHECK(buffer, "tpu tensor has no device buffer (its storage was released)");
+  return buffer;
+}
+
+static void fill_shape(tpu_tensor& view, const at::Tensor& tensor) {
+  TORCH_CHECK(
+      tensor.dim() <= TPU_MAX_DIMS,
+      "tpu tensors support at most ", TPU_MAX_DIMS, " dimensions, got ", tensor.dim());
+  view.ndim = static_cast<int32_t>(tensor.dim());
+  for (int64_t d = 0; d < tensor.dim(); d++) {
+    view.sizes[d] = tensor.size(d);
+    view.strides[d] = tensor.stride(d);
+  }
+}
+
+tpu_tensor core_view(const at::Tensor& tensor) {
+  tpu_tensor view{};
+  view.dtype = to_core_dtype(tensor.scalar_type());
+  fill_shape(view, tensor);
+  if (tensor.is_privateuseone()) {
+    view.buf = buffer_of(tensor);
+    view.offset = tensor.storage_offset() * static_cast<int64_t>(tensor.element_size());
+  } else {
+    TORCH_INTERNAL_ASSERT(tensor.is_cpu(), "core_view of a ", tensor.device(), " tensor");
+    view.host = tensor.data_ptr();
+  }
+  return view;
+}
+
+tpu_tensor core_bytes(const at::Tensor& tensor) {
+  tpu_tensor view = core_view(tensor);
+  view.dtype = TPU_UINT8;
+  view.ndim = 1;
+  view.sizes[0] = tensor.numel() * static_cast<int64_t>(tensor.element_size());
+  view.strides[0] = 1;
+  return view;
+}
+
+tpu_stream* core_stream(const c10::Stream& stream) {
+  check(tpu_device_check(stream.device_index()));
+  tpu_stream* s = tpu_stream_get(stream.device_index(), static_cast<int>(stream.id()));
+  TORCH_CHECK(s, "invalid tpu stream id ", stream.id());
+  return s;
+}
+
+tpu_stream* current_core_stream(c10::DeviceIndex device) {
+  return core_stream(current_stream(device));
+}
+
+tpu_op_call* new_call(tpu_op_id op, int n_inputs, int n_outputs) {
+  tpu_op_call* call = tpu_op_call_new(op, n_inputs, n_outputs);
+  TORCH_CHECK_WITH(OutOfMemoryError, call, "cannot allocate a tpu op call");
+  return call;
+}
+
+void launch(c10::DeviceIndex device, tpu_op_call* call) {
+  check(tpu_op_launch(current_core_stream(device), call));
+}
+
+void launch_sync(c10::DeviceIndex device, tpu_op_call* call) {
+  check(tpu_op_launch_sync(current_core_stream(device), call));
+}
+
+} // namespace torch_tpu

@@ -1,0 +1,148 @@
+// DeviceGuardImplInterface for PrivateUse1: devices, streams and events as c10 sees them, each
+// forwarded to the core.
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
+#include "runtime/TpuCore.h"
+#include "runtime/TpuStreams.h"
+
+extern "C" {
+#include "core/exec/tpu_device.h"
+#include "core/exec/tpu_event.h"
+#include "core/mem/tpu_allocator.h"
+}
+
+namespace torch_tpu {
+namespace {
+
+constexpr c10::DeviceType kTpu = c10::DeviceType::PrivateUse1;
+
+tpu_event* ensure_event(void** event, c10::EventFlag flag) {
+  if (!*event) {
+    tpu_event* created = nullptr;
+    check(tpu_event_create(flag == c10::EventFlag::BACKEND_DEFAULT, &created));
+    *event = created;
+  }
+  return static_cast<tpu_event*>(*event);
+}
+
+struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
+  c10::DeviceType type() const override {
+    return kTpu;
+  }
+
+  c10::Device exchangeDevice(c10::Device device) const override {
+    c10::Device previous = getDevice();
+    if (device.index() != previous.index()) {
+      set_current_device(device.index());
+    }
+    return previous;
+  }
+
+  c10::Device getDevice() const override {
+    return c10::Device(kTpu, current_device());
+  }
+
+  void setDevice(c10::Device device) const override {
+    set_current_device(device.index());
+  }
+
+  void uncheckedSetDevice(c10::Device device) const noexcept override {
+    try {
+      set_current_device(device.index());
+    } catch (...) {
+      // Restoring a device that was valid before cannot fail; nothing to do otherwise.
+    }
+  }
+
+  c10::Stream getStream(c10::Device device) const override {
+    return current_stream(device.index());
+  }
+
+  c10::Stream getDefaultStream(c10::Device device) const override {
+    return default_stream(device.index());
+  }
+
+  c10::Stream getStreamFromGlobalPool(c10::Device device, bool high_priority) const override {
+    return new_stream(device.index(), high_priority ? -1 : 0);
+  }
+
+  c10::Stream getNewStream(c10::Device device, int priority) const override {
+    return new_stream(device.index(), priority);
+  }
+
+  c10::Stream exchangeStream(c10::Stream stream) const override {
+    return exchange_stream(stream);
+  }
+
+  c10::DeviceIndex deviceCount() const noexcept override {
+    return device_count();
+  }
+
+  c10::DeviceCapability getDeviceCapability(c10::Device /*device*/) const override {
+    return c10::DeviceCapability();
+  }
+
+  bool queryStream(const c10::Stream& stream) const override {
+    return tpu_stream_query(core_stream(stream));
+  }
+
+  void synchronizeStream(const c10::Stream& stream) const override {
+    check(tpu_stream_synchronize(core_stream(stream)));
+  }
+
+  void synchronizeDevice(const c10::DeviceIndex device) const override {
+    check(tpu_device_synchronize(device < 0 ? current_device() : device));
+  }
+
+  void record(
+      void** event,
+      const c10::Stream& stream,
+      const c10::DeviceIndex device,
+      const c10::EventFlag flag) const override {
+    TORCH_CHECK(
+        device == -1 || device == stream.device_index(),
+        "Event device index ", device, " does not match recording stream's device index ",
+        stream.device_index(), ".");
+    check(tpu_event_record(ensure_event(event, flag), core_stream(stream)));
+  }
+
+  void block(void* event, const c10::Stream& stream) const override {
+    if (event) {
+      check(tpu_event_block(static_cast<tpu_event*>(event), core_stream(stream)));
+    }
+  }
+
+  bool queryEvent(void* event) const override {
+    return !event || tpu_event_query(static_cast<tpu_event*>(event));
+  }
+
+  void synchronizeEvent(void* event) const override {
+    if (event) {
+      check(tpu_event_synchronize(static_cast<tpu_event*>(event)));
+    }
+  }
+
+  void destroyEvent(void* event, const c10::DeviceIndex /*device*/) const noexcept override {
+    tpu_event_destroy(static_cast<tpu_event*>(event));
+  }
+
+  double elapsedTime(void* start, void* end, const c10::DeviceIndex /*device*/) const override {
+    TORCH_CHECK(start && end, "Both events must be recorded before calculating elapsed time.");
+    double ms = 0;
+    check(tpu_event_elapsed_ms(static_cast<tpu_event*>(start), static_cast<tpu_event*>(end), &ms));
+    return ms;
+  }
+
+  void recordDataPtrOnStream(const c10::DataPtr& data, const c10::Stream& stream) const override {
+    auto* buffer = static_cast<tpu_buffer*>(data.get_context());
+    if (buffer && tpu_buffer_is_live(buffer)) {
+      tpu_mem_record_stream(tpu_buffer_memory(buffer), static_cast<int>(stream.id()));
+    }
+  }
+};
+
+} // namespace
+
+C10_REGISTER_GUARD_IMPL(PrivateUse1, TpuGuardImpl);
+
+} // namespace torch_tpu

@@ -1,0 +1,226 @@
+"""``torch.tpu``: the tpu device module, mirroring ``torch.cuda``."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import torch
+
+from .. import _C
+from .._utils import device_index as _device_index
+from .memory import (
+    empty_cache,
+    host_memory_stats,
+    max_memory_allocated,
+    max_memory_reserved,
+    mem_get_info,
+    memory_allocated,
+    memory_reserved,
+    memory_stats,
+    memory_summary,
+    reset_accumulated_memory_stats,
+    reset_max_memory_allocated,
+    reset_peak_memory_stats,
+)
+from .modes import get_eager_mode, set_eager_mode
+from .random import (
+    get_rng_state,
+    get_rng_state_all,
+    initial_seed,
+    manual_seed,
+    manual_seed_all,
+    seed,
+    seed_all,
+    set_rng_state,
+    set_rng_state_all,
+)
+from .stats import env_vars, fallback_stats, op_stats, reset_op_stats
+from .streams import (
+    Event,
+    Stream,
+    StreamContext,
+    current_stream,
+    default_stream,
+    set_stream,
+    stream,
+    synchronize,
+)
+
+_initialized = False
+_init_lock = threading.Lock()
+
+
+def is_available() -> bool:
+    """True when at least one tpu chip can be used (the simulated chip always can)."""
+    return _C._device_count() > 0
+
+
+def device_count() -> int:
+    """Number of tpu chips (``TORCH_TPU_NUM_DEVICES``, default 1)."""
+    return _C._device_count()
+
+
+def _is_in_bad_fork() -> bool:
+    return _C._is_in_bad_fork()
+
+
+def is_initialized() -> bool:
+    """True once the device runtime was initialized in this process."""
+    return _initialized and not _is_in_bad_fork()
+
+
+def _lazy_init() -> None:
+    global _initialized
+    if is_initialized():
+        return
+    with _init_lock:
+        if is_initialized():
+            return
+        if _is_in_bad_fork():
+            raise RuntimeError(
+                "Cannot re-initialize TPU in forked subprocess. To use TPU with "
+                "multiprocessing, you must use the 'spawn' start method"
+            )
+        _C._lazy_init()
+        _initialized = True
+
+
+def init() -> None:
+    """Initializes the device runtime (it also happens on first use)."""
+    _lazy_init()
+
+
+def current_device() -> int:
+    """Index of the calling thread's current tpu device."""
+    _lazy_init()
+    return _C._current_device()
+
+
+def set_device(device: Any) -> None:
+    """Sets the calling thread's current device; a negative index is ignored, as on CUDA."""
+    index = _device_index(device)
+    if index >= 0:
+        _lazy_init()
+        _C._set_device(index)
+
+
+class device:
+    """Context manager that changes the current device (``torch.cuda.device``)."""
+
+    def __init__(self, device: Any) -> None:
+        self.idx = _device_index(device, optional=True)
+        self.prev_idx = -1
+
+    def __enter__(self) -> None:
+        self.prev_idx = current_device()
+        if self.idx >= 0 and self.idx != self.prev_idx:
+            _C._set_device(self.idx)
+
+    def __exit__(self, *args: object) -> bool:
+        if self.prev_idx != self.idx and self.idx >= 0:
+            _C._set_device(self.prev_idx)
+        return False
+
+
+class device_of(device):
+    """Context manager that makes the device of ``obj`` (a tensor) current."""
+
+    def __init__(self, obj: torch.Tensor) -> None:
+        super().__init__(obj.get_device() if obj.is_tpu else -1)
+
+
+class _TpuDeviceProperties:
+    """What ``get_device_properties`` returns: name, memory capacity and index."""
+
+    def __init__(self, index: int) -> None:
+        self.name: str = _C._device_name(index)
+        self.total_memory: int = _C._device_capacity(index)
+        self.index = index
+        self.type = "tpu"
+        self.major, self.minor = 5, 0
+
+    def __repr__(self) -> str:
+        return (
+            f"_TpuDeviceProperties(name='{self.name}', "
+            f"total_memory={self.total_memory // (1024 * 1024)}MB)"
+        )
+
+
+def get_device_properties(device: Any = None) -> _TpuDeviceProperties:
+    """Properties of a chip; ``total_memory`` is its capacity in bytes."""
+    _lazy_init()
+    return _TpuDeviceProperties(_device_index(device, optional=True, default=current_device()))
+
+
+def get_device_name(device: Any = None) -> str:
+    """Name of a chip, e.g. ``TPU v5e (simulated)``."""
+    return get_device_properties(device).name
+
+
+def get_device_capability(device: Any = None) -> tuple[int, int]:
+    """A (major, minor) pair, for code that asks CUDA devices for one."""
+    props = get_device_properties(device)
+    return props.major, props.minor
+
+
+def get_amp_supported_dtype() -> list[torch.dtype]:
+    """Dtypes ``torch.autocast("tpu")`` can cast to."""
+    return [torch.bfloat16, torch.float16]
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """bfloat16 is native on tpu."""
+    return True
+
+
+__all__ = [
+    "Event",
+    "Stream",
+    "StreamContext",
+    "current_device",
+    "current_stream",
+    "default_stream",
+    "device",
+    "device_count",
+    "device_of",
+    "empty_cache",
+    "env_vars",
+    "fallback_stats",
+    "get_amp_supported_dtype",
+    "get_device_capability",
+    "get_device_name",
+    "get_device_properties",
+    "get_eager_mode",
+    "get_rng_state",
+    "get_rng_state_all",
+    "host_memory_stats",
+    "init",
+    "initial_seed",
+    "is_available",
+    "is_bf16_supported",
+    "is_initialized",
+    "manual_seed",
+    "manual_seed_all",
+    "max_memory_allocated",
+    "max_memory_reserved",
+    "mem_get_info",
+    "memory_allocated",
+    "memory_reserved",
+    "memory_stats",
+    "memory_summary",
+    "op_stats",
+    "reset_accumulated_memory_stats",
+    "reset_max_memory_allocated",
+    "reset_op_stats",
+    "reset_peak_memory_stats",
+    "seed",
+    "seed_all",
+    "set_device",
+    "set_eager_mode",
+    "set_rng_state",
+    "set_rng_state_all",
+    "set_stream",
+    "stream",
+    "synchronize",
+]
