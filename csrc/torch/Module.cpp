@@ -4,6 +4,9 @@
 #include <torch/csrc/utils/device_lazy_init.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include <chrono>
+#include <thread>
+
 #include "runtime/TpuAllocator.h"
 #include "runtime/TpuCore.h"
 #include "runtime/TpuGenerator.h"
@@ -155,6 +158,21 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_launch_blocking", [](bool on) { tpu_set_launch_blocking(on); });
   m.def("_launch_blocking", [] { return tpu_launch_blocking(); });
 
+  // Test hook: queues work that sleeps on the current stream, so tests can hold later work back
+  // deterministically and provoke the hazards of asynchronous execution.
+  m.def("_stall_stream", [](int device, double ms) {
+    auto* delay = new double(ms);
+    check(tpu_stream_submit(
+        current_core_stream(static_cast<c10::DeviceIndex>(device)), "stall",
+        [](void* ctx) {
+          double until = tpu_now_us() + *static_cast<double*>(ctx) * 1000.0;
+          while (tpu_now_us() < until) {
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+          }
+          return TPU_OK;
+        },
+        [](void* ctx) { delete static_cast<double*>(ctx); }, delay));
+  });
   m.def("_deferred_full", &deferred_full);
   m.def("_is_materialized", [](const at::Tensor& t) {
     TORCH_CHECK(t.is_privateuseone(), "expected a tpu tensor, got ", t.device());

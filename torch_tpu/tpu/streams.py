@@ -32,34 +32,32 @@ class Stream(torch.Stream):
 
     def record_event(self, event: torch.Event | None = None) -> torch.Event:
         """Records ``event`` (a new one if None) on this stream."""
-        event = event if event is not None else Event()
+        event = event if event is not None else torch.Event(device="tpu")
         event.record(self)
         return event
 
 
-class Event(torch.Event):
-    """A marker in a stream (``torch.cuda.Event``)."""
+class _EventMeta(type):
+    def __instancecheck__(cls, obj: object) -> bool:
+        return isinstance(obj, torch.Event) and obj.device.type == "tpu"
 
-    def __new__(
+
+class Event(metaclass=_EventMeta):
+    """A marker in a stream (``torch.cuda.Event``).
+
+    It makes a plain ``torch.Event`` of the tpu device: PyTorch's ``elapsed_time`` accepts only that
+    exact type, so a subclass could not be timed against another event.
+    """
+
+    def __new__(  # type: ignore[misc]
         cls,
         enable_timing: bool = False,
         blocking: bool = False,
         interprocess: bool = False,
-    ) -> Event:
+    ) -> torch.Event:
         if interprocess:
             raise NotImplementedError("interprocess events are not supported on tpu")
-        return super().__new__(cls, device="tpu", enable_timing=enable_timing, blocking=blocking)
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-    def record(self, stream: torch.Stream | None = None) -> None:
-        """Records the event on ``stream`` (the current stream if None)."""
-        super().record(stream if stream is not None else current_stream())
-
-    def wait(self, stream: torch.Stream | None = None) -> None:
-        """Makes future work on ``stream`` wait for this event."""
-        super().wait(stream if stream is not None else current_stream())
+        return torch.Event(device="tpu", enable_timing=enable_timing, blocking=blocking)
 
 
 def _wrap(stream_id: int, device_index: int, device_type: int) -> Stream:

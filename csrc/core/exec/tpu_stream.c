@@ -132,7 +132,9 @@ uint64_t tpu_stream_completed(const tpu_stream *s) { return atomic_load(&s->comp
 static void record_error(tpu_stream *s, const char *name, tpu_status st, const char *message) {
   pthread_mutex_lock(&s->mu);
   if (s->error == TPU_OK) {
-    s->error = st;
+    /* Reported away from the op, like CUDA's asynchronous errors: a RuntimeError naming the op,
+     * except running out of memory, which keeps its kind. */
+    s->error = st == TPU_ERR_OUT_OF_MEMORY ? st : TPU_ERR_RUNTIME;
     snprintf(s->error_message, sizeof s->error_message,
              "an asynchronous error occurred in tpu op '%s': %s", name, message);
   }

@@ -166,3 +166,20 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 }
 
 } // namespace torch_tpu
+
+namespace torch_tpu {
+
+// Conjugate and negative views reach _copy_from with their bits set: copy_into copies the stored
+// values and applies the bits as CPU's copy_ does. Without these fallthroughs the math-bit
+// fallbacks would resolve the source with clone(), which calls copy_, which calls _copy_from again.
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+
+} // namespace torch_tpu

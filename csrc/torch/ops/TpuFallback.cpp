@@ -8,6 +8,7 @@
 #include <ATen/ops/_copy_from_and_resize.h>
 #include <torch/library.h>
 
+#include "ops/TpuOps.h"
 #include "runtime/TpuCore.h"
 #include "runtime/TpuGenerator.h"
 
@@ -16,6 +17,15 @@ extern "C" {
 }
 
 namespace torch_tpu {
+
+void begin_host_fallback(const char* name) {
+  static const bool enabled = tpu_env_flag("TORCH_TPU_CPU_FALLBACK", true);
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      enabled, "The operator '", name, "' is not currently implemented for the tpu device, and "
+      "the CPU fallback is off (TORCH_TPU_CPU_FALLBACK=0).");
+  tpu_op_count_fallback(name);
+}
+
 namespace {
 
 std::string full_name(const c10::OperatorHandle& op) {
@@ -23,10 +33,6 @@ std::string full_name(const c10::OperatorHandle& op) {
   return name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
 }
 
-bool fallback_enabled() {
-  static const bool enabled = tpu_env_flag("TORCH_TPU_CPU_FALLBACK", true);
-  return enabled;
-}
 
 // Ops whose index arguments may live on the CPU, as on CUDA.
 bool accepts_host_indices(const std::string& name) {
@@ -106,15 +112,12 @@ bool is_generator_arg(const c10::Argument& arg) {
 
 void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const std::string name = full_name(op);
-  TORCH_CHECK_NOT_IMPLEMENTED(
-      fallback_enabled(), "The operator '", name, "' is not currently implemented for the tpu "
-      "device, and the CPU fallback is off (TORCH_TPU_CPU_FALLBACK=0).");
   const auto& schema = op.schema();
   const size_t n_args = schema.arguments().size();
   const size_t begin = stack->size() - n_args;
   c10::ArrayRef<c10::IValue> args(stack->data() + begin, n_args);
   const c10::Device device = target_device(name, args);
-  tpu_op_count_fallback(name.c_str());
+  begin_host_fallback(name.c_str());
 
   // Inputs to the host, keeping the originals for write-back and aliasing.
   std::vector<c10::IValue> originals(args.begin(), args.end());
@@ -212,6 +215,12 @@ void sparse_unsupported(const c10::OperatorHandle& op, torch::jit::Stack* /*stac
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());
+}
+
+// Ops whose CompositeExplicitAutograd kernel calls a DispatchStub, which has no tpu entry: the
+// composite would win over the backend fallback and fail, so route them to the fallback by name.
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("conj_physical_", torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());
 }
 
 TORCH_LIBRARY_IMPL(_, SparsePrivateUse1, m) {

@@ -1,6 +1,7 @@
 // Allocation, views, resize_ and set_: metadata only, no kernel touches memory here (except the
 // ordered copy when resize_ grows a storage). Views share their base's buffer, as on CUDA.
 #include <ATen/EmptyTensor.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <ATen/TensorUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/as_strided_native.h>
@@ -138,9 +139,32 @@ at::Tensor& set_empty(at::Tensor& self) {
   return set_storage(self, std::move(storage), 0, {0}, {});
 }
 
+// Tensor.record_stream: the block stays out of the pool until `stream` ran the work queued so far.
+void record_stream(at::Tensor& self, c10::Stream stream) {
+  c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1)
+      ->recordDataPtrOnStream(self.storage().data_ptr(), stream);
+}
+
+// Lets Module.to() swap a parameter's data between CPU and tpu in place, as it does for CUDA, so
+// parameters keep their identity and tied weights stay tied.
+bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
+  auto dense = [](const at::Tensor& t) {
+    return t.layout() == c10::Layout::Strided && (t.is_cpu() || t.is_privateuseone());
+  };
+  return dense(self) && dense(from);
+}
+
 } // namespace
 
+// A CompositeImplicitAutograd op: overriding it for PrivateUse1 needs the autograd key too (it
+// returns a bool, so there is nothing to differentiate).
+TORCH_LIBRARY_IMPL(aten, AutogradPrivateUse1, m) {
+  m.impl("_has_compatible_shallow_copy_type", TORCH_FN(has_compatible_shallow_copy_type));
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_has_compatible_shallow_copy_type", TORCH_FN(has_compatible_shallow_copy_type));
+  m.impl("record_stream", TORCH_FN(record_stream));
   m.impl("empty.memory_format", TORCH_FN(empty_memory_format));
   m.impl("empty_strided", TORCH_FN(empty_strided));
   m.impl("as_strided", TORCH_FN(at::native::as_strided_tensorimpl));

@@ -1,0 +1,28 @@
+"""Shared fixtures: every device test can run in each eager mode."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+# bench/ holds the project's fixed model definitions. Append the repository root (never prepend:
+# its torch_tpu source directory would shadow the installed package).
+sys.path.append(str(Path(__file__).resolve().parent.parent))
+
+EAGER_MODES = ["strict", "debug"]
+
+
+@pytest.fixture(params=EAGER_MODES)
+def eager_mode(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Runs the test in one eager mode, then restores the default (strict)."""
+    torch.tpu.set_eager_mode(request.param)
+    try:
+        yield request.param
+    finally:
+        torch.tpu.synchronize()
+        torch.tpu.set_eager_mode("strict")
