@@ -58,8 +58,10 @@ def main() -> int:
         print("no accelerator: is torch_tpu installed?")
         return 1
     print(f"device: {device} ({torch.tpu.get_device_name()}), torch {torch.__version__}")
-    print(f"model: GPT d_model={GPT_TINY.d_model} layers={GPT_TINY.n_layers} "
-          f"vocab={GPT_TINY.vocab} seq={GPT_TINY.seq} batch={GPT_TINY.batch}")
+    print(
+        f"model: GPT d_model={GPT_TINY.d_model} layers={GPT_TINY.n_layers} "
+        f"vocab={GPT_TINY.vocab} seq={GPT_TINY.seq} batch={GPT_TINY.batch}"
+    )
 
     cpu_losses, cpu_rate = train(torch.device("cpu"), args.steps)
     torch.accelerator.reset_peak_memory_stats()
@@ -67,21 +69,25 @@ def main() -> int:
     dev_losses, dev_rate = train(device, args.steps)
 
     print(f"{'step':>4} {'cpu loss':>10} {device.type + ' loss':>10} {'abs diff':>9}")
-    worst = 0.0
+    worst, match = 0.0, True
     for step, (a, b) in enumerate(zip(cpu_losses, dev_losses, strict=True)):
         worst = max(worst, abs(a - b))
+        match = match and abs(a - b) <= 1e-3 * max(1.0, abs(a))
         print(f"{step:>4} {a:>10.5f} {b:>10.5f} {abs(a - b):>9.2e}")
-    match = all(abs(a - b) <= 1e-3 * max(1.0, abs(a)) for a, b in zip(cpu_losses, dev_losses))
 
     stats = torch.accelerator.memory_stats()
     ops = torch.tpu.op_stats()
     print(f"steps/s: cpu {cpu_rate:.2f}, {device.type} {dev_rate:.2f}")
-    print(f"memory: peak allocated {stats['allocated_bytes.all.peak'] / 2**20:.1f} MiB, "
-          f"reserved {stats['reserved_bytes.all.current'] / 2**20:.1f} MiB, "
-          f"allocations {stats['allocation.all.allocated']}")
-    print(f"ops: {sum(ops['native'].values())} native calls, "
-          f"{sum(ops['fallback'].values())} CPU-fallback calls "
-          f"({len(ops['fallback'])} distinct ops fall back)")
+    print(
+        f"memory: peak allocated {stats['allocated_bytes.all.peak'] / 2**20:.1f} MiB, "
+        f"reserved {stats['reserved_bytes.all.current'] / 2**20:.1f} MiB, "
+        f"allocations {stats['allocation.all.allocated']}"
+    )
+    print(
+        f"ops: {sum(ops['native'].values())} native calls, "
+        f"{sum(ops['fallback'].values())} CPU-fallback calls "
+        f"({len(ops['fallback'])} distinct ops fall back)"
+    )
     print(f"losses {'match' if match else 'DIFFER from'} CPU (max abs diff {worst:.2e})")
     return 0 if match else 1
 

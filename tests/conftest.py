@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest

@@ -173,3 +173,15 @@ def test_item_and_tolist(eager_mode: str) -> None:
         assert dev.tolist() == host.tolist()
     with pytest.raises(RuntimeError):
         torch.ones(2, device="tpu").item()
+
+
+def test_dataloader_pins_from_its_thread() -> None:
+    data = torch.utils.data.TensorDataset(torch.arange(32.0).reshape(16, 2))
+    # One worker process, so batches are pinned by the pin-memory thread of the main process.
+    loader = torch.utils.data.DataLoader(data, batch_size=4, pin_memory=True, num_workers=1)
+    seen = []
+    for (batch,) in loader:
+        assert batch.is_pinned()
+        seen.append(batch.to("tpu", non_blocking=True))
+    torch.tpu.synchronize()
+    assert torch.equal(torch.cat([b.cpu() for b in seen]), torch.arange(32.0).reshape(16, 2))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from _subprocess_helpers import run_python
 
 
@@ -156,4 +155,8 @@ def test_amp_dtypes_and_misc() -> None:
     assert torch.tpu.is_bf16_supported()
     assert torch.tpu.is_initialized()
     names = {v.name for v in torch.tpu.env_vars()}
-    assert {"TORCH_TPU_NUM_DEVICES", "TORCH_TPU_DEVICE_MEMORY", "TORCH_TPU_LAUNCH_BLOCKING"} <= names
+    assert {
+        "TORCH_TPU_NUM_DEVICES",
+        "TORCH_TPU_DEVICE_MEMORY",
+        "TORCH_TPU_LAUNCH_BLOCKING",
+    } <= names

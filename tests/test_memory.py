@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from _subprocess_helpers import run_python
 
 MiB = 1 << 20
@@ -113,7 +112,8 @@ def test_oom_frees_cache_before_failing() -> None:
         blocks = [torch.empty(12 * MiB, dtype=torch.uint8, device='tpu') for _ in range(4)]
         del blocks  # 48 MiB now cached
         big = torch.empty(56 * MiB, dtype=torch.uint8, device='tpu')  # fits after the cache empties
-        print(torch.tpu.memory_stats()['num_alloc_retries'] >= 1, torch.tpu.memory_stats()['num_ooms'])
+        stats = torch.tpu.memory_stats()
+        print(stats['num_alloc_retries'] >= 1, stats['num_ooms'])
     """
     result = run_python(code, {"TORCH_TPU_DEVICE_MEMORY": "64MiB"})
     assert result.returncode == 0, result.stderr

@@ -7,8 +7,9 @@ from collections.abc import Callable
 import pytest
 import torch
 import torch.nn.functional as F
-from bench.models import GPT, GPTConfig, SmallResNet
 from torch import nn
+
+from bench.models import GPT, GPTConfig, SmallResNet
 
 Batch = tuple[torch.Tensor, torch.Tensor]
 

@@ -6,6 +6,7 @@ import time
 
 import pytest
 import torch
+
 import torch_tpu
 
 MiB = 1 << 20
@@ -133,7 +134,9 @@ def test_streams_events_and_timing() -> None:
     assert torch.equal(b.cpu(), torch.ones(10))
     with pytest.raises(ValueError, match="enable_timing"):  # torch.Event's own check
         torch.tpu.Event().elapsed_time(torch.tpu.Event())
-    assert isinstance(start, torch.tpu.Event) and not isinstance(torch.Event("cpu"), torch.tpu.Event)
+    assert isinstance(start, torch.tpu.Event) and not isinstance(
+        torch.Event("cpu"), torch.tpu.Event
+    )
 
 
 def test_event_wait_orders_streams() -> None:
