@@ -4,6 +4,7 @@
 // device. In-place and out= semantics and the aliasing of mutable outputs are kept; view ops
 // never get here, they all have native kernels. TORCH_TPU_CPU_FALLBACK=0 turns it into an error.
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/_copy_from_and_resize.h>
 #include <torch/library.h>
@@ -33,11 +34,9 @@ std::string full_name(const c10::OperatorHandle& op) {
   return name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
 }
 
-
-// Ops whose index arguments may live on the CPU, as on CUDA.
-bool accepts_host_indices(const std::string& name) {
-  return name.rfind("aten::index.", 0) == 0 || name.rfind("aten::index_put", 0) == 0 ||
-         name.rfind("aten::_index_put_impl_", 0) == 0 || name == "aten::index";
+// Index tensors may live on the CPU, as on CUDA (x_tpu[cpu_index]); other arguments may not.
+bool accepts_host_tensors(const c10::Argument& arg) {
+  return arg.name() == "indices";
 }
 
 // Every tensor in the arguments, lists included.
@@ -59,11 +58,14 @@ void for_each_tensor(const c10::IValue& value, Fn&& fn) {
 }
 
 // The tpu device the op runs for, after checking all tensors agree the way CUDA kernels check.
-c10::Device target_device(const std::string& name, c10::ArrayRef<c10::IValue> args) {
+c10::Device target_device(
+    const std::string& name, const c10::FunctionSchema& schema, c10::ArrayRef<c10::IValue> args) {
   std::optional<c10::Device> tpu;
   std::optional<c10::Device> device_arg;
   std::optional<c10::Device> other;
-  for (const auto& arg : args) {
+  for (size_t i = 0; i < args.size(); i++) {
+    const c10::IValue& arg = args[i];
+    const bool host_ok = accepts_host_tensors(schema.arguments()[i]);
     if (arg.isDevice() && arg.toDevice().is_privateuseone()) {
       device_arg = arg.toDevice();
     }
@@ -77,7 +79,7 @@ c10::Device target_device(const std::string& name, c10::ArrayRef<c10::IValue> ar
       bool host_scalar = t.is_cpu() && t.dim() == 0;
       if (t.is_privateuseone() && !tpu) {
         tpu = t.device();
-      } else if (t.device() != tpu && !host_scalar && !accepts_host_indices(name) && !other) {
+      } else if (t.device() != tpu && !host_scalar && !host_ok && !other) {
         other = t.device();
       }
     });
@@ -110,14 +112,66 @@ bool is_generator_arg(const c10::Argument& arg) {
   return arg.type()->str().find("Generator") != std::string::npos;
 }
 
+// A written argument that partially overlaps another argument gives a wrong answer once each is
+// copied to the host separately; the CPU kernel would have refused it, so refuse it here.
+void check_written_overlap(const c10::FunctionSchema& schema, c10::ArrayRef<c10::IValue> args) {
+  for (size_t i = 0; i < args.size(); i++) {
+    const auto* alias = schema.arguments()[i].alias_info();
+    if (!alias || !alias->isWrite() || !args[i].isTensor() || !args[i].toTensor().defined()) {
+      continue;
+    }
+    for (size_t j = 0; j < args.size(); j++) {
+      if (j != i && args[j].isTensor() && args[j].toTensor().defined()) {
+        at::assert_no_partial_overlap(args[i].toTensor(), args[j].toTensor());
+      }
+    }
+  }
+}
+
+// Seeded ops without a Generator argument (dropout) draw from the CPU default generator: reseed it
+// from the tpu generator for the call and restore it after, so they follow torch.tpu's seed
+// without disturbing the CPU stream. Another thread drawing CPU numbers meanwhile would see the
+// temporary seed.
+class HostSeedScope {
+ public:
+  HostSeedScope(bool active, c10::DeviceIndex device) : active_(active) {
+    if (!active_) {
+      return;
+    }
+    at::Generator gen = at::detail::getDefaultCPUGenerator();
+    PhiloxArgs args = philox_args(std::nullopt, device);
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    saved_ = gen.get_state();
+    gen.set_current_seed(args.seed ^ (args.offset * 0x9e3779b97f4a7c15ull));
+  }
+  ~HostSeedScope() {
+    if (active_) {
+      at::Generator gen = at::detail::getDefaultCPUGenerator();
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_state(saved_);
+    }
+  }
+  HostSeedScope(const HostSeedScope&) = delete;
+  HostSeedScope& operator=(const HostSeedScope&) = delete;
+
+ private:
+  bool active_;
+  at::Tensor saved_;
+};
+
 void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const std::string name = full_name(op);
   const auto& schema = op.schema();
   const size_t n_args = schema.arguments().size();
   const size_t begin = stack->size() - n_args;
   c10::ArrayRef<c10::IValue> args(stack->data() + begin, n_args);
-  const c10::Device device = target_device(name, args);
+  const c10::Device device = target_device(name, schema, args);
+  check_written_overlap(schema, args);
   begin_host_fallback(name.c_str());
+  bool has_generator = false;
+  for (const auto& arg : schema.arguments()) {
+    has_generator = has_generator || is_generator_arg(arg);
+  }
 
   // Inputs to the host, keeping the originals for write-back and aliasing.
   std::vector<c10::IValue> originals(args.begin(), args.end());
@@ -145,7 +199,11 @@ void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   std::vector<c10::IValue> host_args((*stack).begin() + begin, (*stack).end());
 
-  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+  {
+    HostSeedScope seed(op.hasTag(at::Tag::nondeterministic_seeded) && !has_generator,
+                       device.index());
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+  }
 
   // Mutated inputs: write the host results back into the device tensors.
   for (size_t i = 0; i < n_args; i++) {
@@ -217,10 +275,14 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());
 }
 
-// Ops whose CompositeExplicitAutograd kernel calls a DispatchStub, which has no tpu entry: the
-// composite would win over the backend fallback and fail, so route them to the fallback by name.
+// Ops whose composite kernel wins over the backend fallback but misbehaves on tpu: conj_physical_
+// calls a DispatchStub with no tpu entry; mse_loss and smooth_l1_loss call their .out kernels
+// with a 0-dim output that the CPU kernel resizes with a deprecation warning. Run them whole on
+// the host instead.
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("conj_physical_", torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());
+  for (const char* name : {"conj_physical_", "mse_loss", "smooth_l1_loss"}) {
+    m.impl(name, torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());
+  }
 }
 
 TORCH_LIBRARY_IMPL(_, SparsePrivateUse1, m) {

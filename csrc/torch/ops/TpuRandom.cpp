@@ -15,17 +15,18 @@ namespace torch_tpu {
 namespace {
 
 void launch_random(
-    at::Tensor& self,
+    const at::Tensor& self,
     tpu_op_id op,
     tpu_scalar a,
     tpu_scalar b,
     std::optional<at::Generator> generator) {
+  // A tpu generator dispatches here even for a tensor of another device.
+  TORCH_CHECK(
+      self.is_privateuseone(), "Expected a 'tpu' tensor for a tpu generator, but got ",
+      self.device());
   if (self.numel() == 0) {
     return;
   }
-  TORCH_CHECK_TYPE(
-      tpu_dtype_is_computable(to_core_dtype(self.scalar_type())) && !self.is_complex(),
-      "random ops on tpu do not support dtype ", self.scalar_type());
   PhiloxArgs args = philox_args(generator, self.device().index());
   tpu_op_call* call = new_call(op, 0, 1);
   call->tensors[0] = core_view(self);
@@ -36,26 +37,42 @@ void launch_random(
   launch(self.device().index(), call);
 }
 
+void check_floating(const at::Tensor& self, const char* name) {
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      self.is_floating_point(), "\"", name, "\" not implemented for '",
+      c10::toString(self.scalar_type()), "'");
+}
+
+// Functors for ATen's uniform_ and normal_ templates, which check bounds against the dtype and
+// fill complex tensors through their real view, as CPU and CUDA do.
+template <typename RNG>
+struct UniformKernel {
+  void operator()(at::TensorIteratorBase& iter, double from, double to,
+                  std::optional<at::Generator> gen) {
+    at::Tensor self = iter.tensor(0);
+    check_floating(self, "uniform_kernel");
+    launch_random(self, TPU_OP_UNIFORM, {.f = from}, {.f = to}, std::move(gen));
+  }
+};
+
+template <typename RNG>
+struct NormalKernel {
+  void operator()(const at::TensorBase& self, double mean, double std,
+                  std::optional<at::Generator> gen) {
+    at::Tensor tensor(self);
+    check_floating(tensor, "normal_kernel");
+    launch_random(tensor, TPU_OP_NORMAL, {.f = mean}, {.f = std}, std::move(gen));
+  }
+};
+
 at::Tensor& uniform(at::Tensor& self, double from, double to, std::optional<at::Generator> gen) {
-  TORCH_CHECK_TYPE(self.is_floating_point(), "uniform_ expects a floating point tensor, got ",
-                   self.scalar_type());
-  TORCH_CHECK(
-      from <= to, "uniform_ expects to return a [from, to) range, but found from=", from,
-      " > to=", to);
-  TORCH_CHECK(
-      to - from <= std::numeric_limits<double>::max(),
-      "uniform_ expects to-from <= std::numeric_limits<double>::max(), but found to=", to,
-      " and from=", from, " which result in to-from to exceed the limit");
-  launch_random(self, TPU_OP_UNIFORM, {.f = from}, {.f = to}, std::move(gen));
-  return self;
+  return at::native::templates::uniform_impl_<UniformKernel, TpuGeneratorImpl*>(
+      self, from, to, std::move(gen));
 }
 
 at::Tensor& normal(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
-  TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
-  TORCH_CHECK_TYPE(self.is_floating_point(), "normal_ expects a floating point tensor, got ",
-                   self.scalar_type());
-  launch_random(self, TPU_OP_NORMAL, {.f = mean}, {.f = std}, std::move(gen));
-  return self;
+  return at::native::templates::normal_impl_<NormalKernel, TpuGeneratorImpl*>(
+      self, mean, std, std::move(gen));
 }
 
 // Functors for ATen's random_ templates, which check the bounds and compute [from, from + range)
@@ -72,23 +89,24 @@ struct RandomFromToKernel {
   }
 };
 
-// random_() without bounds: [0, 2^digits] for floating types, [0, max] for integers.
+// random_() without bounds: [0, 2^digits] for floating types, [0, max] for integers (all 64 bits
+// for uint64, passed as range 0).
 template <typename RNG>
 struct RandomKernel {
   void operator()(at::TensorIteratorBase& iter, std::optional<at::Generator> gen) {
     at::Tensor self = iter.tensor(0);
-    int64_t upper = 0;
+    uint64_t range = 0;
     AT_DISPATCH_V2(self.scalar_type(), "random_", AT_WRAP([&] {
       if constexpr (std::is_same_v<scalar_t, bool>) {
-        upper = 1;
+        range = 2;
       } else if constexpr (std::is_integral_v<scalar_t>) {
-        upper = static_cast<int64_t>(std::numeric_limits<scalar_t>::max());
+        range = static_cast<uint64_t>(std::numeric_limits<scalar_t>::max()) + 1;
       } else {
-        upper = int64_t{1} << std::numeric_limits<scalar_t>::digits;
+        range = (uint64_t{1} << std::numeric_limits<scalar_t>::digits) + 1;
       }
     }), AT_EXPAND(AT_INTEGRAL_TYPES), AT_EXPAND(AT_FLOATING_TYPES), at::kBool, at::kHalf,
-        at::kBFloat16);
-    RandomFromToKernel<RNG>()(iter, static_cast<uint64_t>(upper) + 1, 0, std::move(gen));
+        at::kBFloat16, at::kUInt32, at::kUInt64);  // uint16 is refused, as on CPU
+    RandomFromToKernel<RNG>()(iter, range, 0, std::move(gen));
   }
 };
 

@@ -2,7 +2,6 @@
 
 #include <c10/core/DeviceGuard.h>
 
-#include <cstring>
 
 #include "runtime/TpuCore.h"
 #include "runtime/TpuStreams.h"
@@ -48,16 +47,10 @@ struct TpuDeviceAllocator final : public c10::DeviceAllocator {
     return nullptr;
   }
 
-  // PyTorch calls this for copy-on-write storages; device memory is only written by ordered
-  // work, so wait for the device first.
-  void copy_data(void* dest, const void* src, std::size_t count) const override {
-    int device = tpu_buffer_device_of(dest);
-    TORCH_CHECK(
-        device >= 0 && device == tpu_buffer_device_of(src) && tpu_mem_device_of(dest) == device &&
-            tpu_mem_device_of(src) == device,
-        "copy_data needs two live buffers of one tpu device");
-    check(tpu_device_synchronize(device));
-    std::memcpy(dest, src, count);
+  // PyTorch calls this to materialize copy-on-write storages, which tpu does not support: device
+  // memory is only written by ordered work on a stream, never by a host memcpy.
+  void copy_data(void* /*dest*/, const void* /*src*/, std::size_t /*count*/) const override {
+    TORCH_CHECK_NOT_IMPLEMENTED(false, "copy-on-write storages are not supported on tpu");
   }
 
   bool initialized() override {
