@@ -7,22 +7,8 @@ import warnings
 
 import pytest
 import torch
-
-DTYPES = [
-    torch.bool,
-    torch.uint8,
-    torch.int8,
-    torch.int16,
-    torch.int32,
-    torch.int64,
-    torch.float16,
-    torch.bfloat16,
-    torch.float32,
-    torch.float64,
-    torch.complex64,
-    torch.complex128,
-]
-STORAGE_ONLY = [torch.uint16, torch.uint32, torch.uint64, torch.float8_e4m3fn, torch.float8_e5m2]
+from _dtypes import COMPUTABLE_DTYPES as DTYPES
+from _dtypes import STORAGE_ONLY_DTYPES as STORAGE_ONLY
 
 
 def sample(dtype: torch.dtype, shape: tuple[int, ...] = (3, 5)) -> torch.Tensor:

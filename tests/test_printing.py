@@ -8,30 +8,11 @@ from collections.abc import Callable, Iterator
 
 import pytest
 import torch
+from _dtypes import STORED_DTYPES
 
 DEV = "tpu"
 DEVICE_SUFFIX = "device='tpu:0'"
 SUFFIX_SPLIT = re.compile(r",\s+(?=(?:device|dtype|size|requires_grad|grad_fn|layout)=)")
-
-STORED_DTYPES = [
-    torch.bool,
-    torch.uint8,
-    torch.int8,
-    torch.int16,
-    torch.int32,
-    torch.int64,
-    torch.float16,
-    torch.bfloat16,
-    torch.float32,
-    torch.float64,
-    torch.complex64,
-    torch.complex128,
-    torch.uint16,
-    torch.uint32,
-    torch.uint64,
-    torch.float8_e4m3fn,
-    torch.float8_e5m2,
-]
 
 
 def split_repr(text: str) -> tuple[str, list[str]]:

@@ -10,31 +10,12 @@ from typing import Any
 
 import pytest
 import torch
+from _dtypes import STORED_DTYPES
 from _subprocess_helpers import run_python
 from torch import nn
 
 DEV = "tpu"
 TPU0 = torch.device("tpu", 0)
-
-STORED_DTYPES = [
-    torch.bool,
-    torch.uint8,
-    torch.int8,
-    torch.int16,
-    torch.int32,
-    torch.int64,
-    torch.float16,
-    torch.bfloat16,
-    torch.float32,
-    torch.float64,
-    torch.complex64,
-    torch.complex128,
-    torch.uint16,
-    torch.uint32,
-    torch.uint64,
-    torch.float8_e4m3fn,
-    torch.float8_e5m2,
-]
 
 
 def round_trip(obj: Any, **load_kwargs: Any) -> Any:
