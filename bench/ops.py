@@ -1,0 +1,276 @@
+"""Op micro-benchmarks: the cases of issue 3, each timed on PyTorch CPU and on tpu in each eager
+mode, with flop and compulsory-byte counts for the roofline."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from bench.checks import Check
+from bench.models import GPT_SMALL
+
+Inputs = tuple[torch.Tensor, ...]
+F32, BF16 = torch.float32, torch.bfloat16
+MB64 = 1 << 24  # fp32 elements in 64 MiB
+CHAIN = 500  # iterations of the latency chain: two dependent ops each
+
+
+@dataclass(frozen=True)
+class OpCase:
+    group: str  # latency | elementwise | reduction | gemm | conv | attention
+    name: str
+    shape: str
+    make: Callable[[torch.Generator], Inputs]  # CPU inputs; the runner moves them to the device
+    fn: Callable[[Inputs, torch.Tensor | None], torch.Tensor]  # (inputs, preallocated out or None)
+    flops: float
+    bytes: float  # compulsory traffic: inputs read once, outputs written once
+    dtype: torch.dtype = F32
+    uses_out: bool = False
+    ops_per_call: int = 1
+    readback: bool = False  # copy the result to the host inside the timed region
+    quick: bool = True
+    expect: Callable[[torch.Tensor], Check] | None = None  # an exact check besides the CPU one
+
+    @property
+    def key(self) -> str:
+        return f"{self.group}/{self.name}/{self.shape}"
+
+
+def _randn(*shape: int, dtype: torch.dtype = F32) -> Callable[[torch.Generator], Inputs]:
+    return lambda g: (torch.randn(*shape, generator=g).to(dtype),)
+
+
+def _randn2(
+    a: tuple[int, ...], b: tuple[int, ...], dtype: torch.dtype = F32
+) -> Callable[[torch.Generator], Inputs]:
+    return lambda g: (
+        torch.randn(*a, generator=g).to(dtype),
+        torch.randn(*b, generator=g).to(dtype),
+    )
+
+
+def _chain(inputs: Inputs, out: torch.Tensor | None) -> torch.Tensor:
+    """CHAIN x (add one, multiply by the identity): every op depends on the previous one, and the
+    exact final value (CHAIN everywhere) shows that none of them was skipped."""
+    x, eye = inputs
+    for _ in range(CHAIN):
+        x = torch.mm(eye, x + 1.0)
+    return x
+
+
+def _chain_expect(y: torch.Tensor) -> Check:
+    ok = bool((y.cpu() == float(CHAIN)).all())
+    return Check(ok, "exact" if ok else f"chain value {y.cpu().flatten()[0].item()} != {CHAIN}")
+
+
+def latency_cases() -> list[OpCase]:
+    def make(g: torch.Generator) -> Inputs:
+        return torch.zeros(8, 8), torch.eye(8)
+
+    return [
+        OpCase(
+            "latency",
+            "add+mm chain",
+            f"8x8, {2 * CHAIN} ops",
+            make,
+            _chain,
+            2 * CHAIN * (64 + 1024),
+            2 * CHAIN * 3 * 256,
+            ops_per_call=2 * CHAIN,
+            readback=True,
+            expect=_chain_expect,
+        ),
+    ]
+
+
+def elementwise_cases() -> list[OpCase]:
+    n, b = MB64, 4 * MB64
+    gelu_out = torch.ops.aten.gelu.out
+    cases = []
+    for uses_out in (False, True):
+        tag = "out=" if uses_out else "fresh"
+        add = (
+            (lambda i, o: torch.add(i[0], i[1], out=o)) if uses_out else (lambda i, o: i[0] + i[1])
+        )
+        mul = (
+            (lambda i, o: torch.mul(i[0], i[1], out=o)) if uses_out else (lambda i, o: i[0] * i[1])
+        )
+        gelu = (lambda i, o: gelu_out(i[0], out=o)) if uses_out else (lambda i, o: F.gelu(i[0]))
+        cases += [
+            OpCase(
+                "elementwise",
+                f"add ({tag})",
+                "64 MiB fp32",
+                _randn2((n,), (n,)),
+                add,
+                n,
+                3 * b,
+                uses_out=uses_out,
+            ),
+            OpCase(
+                "elementwise",
+                f"mul ({tag})",
+                "64 MiB fp32",
+                _randn2((n,), (n,)),
+                mul,
+                n,
+                3 * b,
+                uses_out=uses_out,
+            ),
+            # gelu (erf form) counted as 8 flop/element, nominally: bandwidth-bound either way.
+            OpCase(
+                "elementwise",
+                f"gelu ({tag})",
+                "64 MiB fp32",
+                _randn(n),
+                gelu,
+                8 * n,
+                2 * b,
+                uses_out=uses_out,
+            ),
+        ]
+    return cases
+
+
+def reduction_cases() -> list[OpCase]:
+    n, b = MB64, 4 * MB64
+
+    def ln_make(g: torch.Generator) -> Inputs:
+        return (
+            torch.randn(16384, 1024, generator=g),
+            torch.randn(1024, generator=g),
+            torch.randn(1024, generator=g),
+        )
+
+    return [
+        OpCase("reduction", "sum", "64 MiB fp32", _randn(n), lambda i, o: i[0].sum(), n, b),
+        OpCase(
+            "reduction",
+            "softmax",
+            "4096x4096 fp32, dim -1",
+            _randn(4096, 4096),
+            lambda i, o: torch.softmax(i[0], -1),
+            5 * n,
+            2 * b,
+        ),
+        OpCase(
+            "reduction",
+            "layer_norm",
+            "16384x1024 fp32",
+            ln_make,
+            lambda i, o: F.layer_norm(i[0], (1024,), i[1], i[2]),
+            8 * n,
+            2 * b,
+        ),
+    ]
+
+
+def gemm_cases() -> list[OpCase]:
+    """Square GEMMs and gpt-small's own: x·Wᵀ forward, dY·W and dYᵀ·x backward (as nn.Linear)."""
+    cases = []
+    t = GPT_SMALL.batch * GPT_SMALL.seq  # 2048 tokens
+    d = GPT_SMALL.d_model
+    for dtype in (F32, BF16):
+        dn = "fp32" if dtype is F32 else "bf16"
+        size = dtype.itemsize
+        for n in (256, 1024, 2048):
+            cases.append(
+                OpCase(
+                    "gemm",
+                    f"mm {dn}",
+                    f"{n}x{n}x{n}",
+                    _randn2((n, n), (n, n), dtype),
+                    lambda i, o: torch.mm(i[0], i[1]),
+                    2 * n**3,
+                    3 * n * n * size,
+                    dtype,
+                )
+            )
+        for n in (3 * d, 4 * d, GPT_SMALL.vocab):
+            flops, mk = 2 * t * d * n, (t * d + n * d + t * n) * size
+            cases += [
+                OpCase(
+                    "gemm",
+                    f"linear fwd {dn}",
+                    f"{t}x{d} · {d}x{n}",
+                    _randn2((t, d), (n, d), dtype),
+                    lambda i, o: torch.mm(i[0], i[1].t()),
+                    flops,
+                    mk,
+                    dtype,
+                ),
+                OpCase(
+                    "gemm",
+                    f"linear dX {dn}",
+                    f"{t}x{n} · {n}x{d}",
+                    _randn2((t, n), (n, d), dtype),
+                    lambda i, o: torch.mm(i[0], i[1]),
+                    flops,
+                    mk,
+                    dtype,
+                ),
+                OpCase(
+                    "gemm",
+                    f"linear dW {dn}",
+                    f"{n}x{t} · {t}x{d}",
+                    _randn2((t, n), (t, d), dtype),
+                    lambda i, o: torch.mm(i[0].t(), i[1]),
+                    flops,
+                    mk,
+                    dtype,
+                ),
+            ]
+    return cases
+
+
+def conv_cases() -> list[OpCase]:
+    def conv(bsz: int, cin: int, cout: int, hw: int) -> OpCase:
+        flops = 2 * bsz * cout * hw * hw * cin * 9
+        nbytes = 4 * (bsz * cin * hw * hw + cout * cin * 9 + bsz * cout * hw * hw)
+        return OpCase(
+            "conv",
+            "conv2d 3x3",
+            f"{bsz}x{cin}x{hw}x{hw} -> {cout}",
+            _randn2((bsz, cin, hw, hw), (cout, cin, 3, 3)),
+            lambda i, o: F.conv2d(i[0], i[1], padding=1),
+            flops,
+            nbytes,
+        )
+
+    return [conv(16, 3, 32, 64), conv(16, 64, 64, 32), conv(16, 128, 128, 16)]
+
+
+def attention_cases() -> list[OpCase]:
+    c = GPT_SMALL
+    b, h, s, dh = c.batch, c.n_heads, c.seq, c.d_model // c.n_heads
+
+    def make(g: torch.Generator) -> Inputs:
+        return tuple(torch.randn(b, h, s, dh, generator=g) for _ in range(3))
+
+    flops = 4 * b * h * s * s * dh / 2  # QKᵀ and PV, causal: half the score matrix counts
+    return [
+        OpCase(
+            "attention",
+            "sdpa causal",
+            f"{b}x{h}x{s}x{dh} fp32",
+            make,
+            lambda i, o: F.scaled_dot_product_attention(i[0], i[1], i[2], is_causal=True),
+            flops,
+            4 * 4 * b * h * s * dh,
+        ),
+    ]
+
+
+def all_cases(quick: bool) -> list[OpCase]:
+    cases = [
+        *latency_cases(),
+        *elementwise_cases(),
+        *reduction_cases(),
+        *gemm_cases(),
+        *conv_cases(),
+        *attention_cases(),
+    ]
+    return [c for c in cases if c.quick or not quick]

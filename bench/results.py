@@ -1,0 +1,122 @@
+"""The JSON document of a run: its layout, a structural validator (the schema the unit tests and
+the report rely on) and where it is written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+SCHEMA = "torch-tpu-bench/1"
+STATUSES = ("ok", "n/a", "wrong")
+TOP = {
+    "schema": str,
+    "created": str,
+    "mode": str,
+    "command": str,
+    "runtime_s": (int, float),
+    "machine": dict,
+    "load_avg": dict,
+    "settings": dict,
+    "contenders": list,
+    "model_contenders": list,
+    "op_contenders": list,
+    "limits": dict,
+    "ops": list,
+    "models": list,
+    "timesplit": (dict, type(None)),
+    "notes": list,
+}
+MACHINE = (
+    "cpu_model",
+    "cores_logical",
+    "memory_bytes",
+    "torch_version",
+    "git_sha",
+    "threads",
+    "float32_matmul_precision",
+)
+
+
+def _summary_errors(where: str, s: Any) -> list[str]:
+    if not isinstance(s, dict):
+        return [f"{where}: not an object"]
+    errs = [
+        f"{where}.{k}: missing or not a number"
+        for k in ("median", "min", "max")
+        if not isinstance(s.get(k), (int, float))
+    ]
+    if not isinstance(s.get("n"), int) or s.get("n", 0) < 1:
+        errs.append(f"{where}.n: missing or < 1")
+    if not errs and not s["min"] <= s["median"] <= s["max"]:
+        errs.append(f"{where}: min <= median <= max does not hold")
+    return errs
+
+
+def outcome_errors(where: str, o: Any) -> list[str]:
+    if not isinstance(o, dict):
+        return [f"{where}: not an object"]
+    status = o.get("status")
+    if status not in STATUSES:
+        return [f"{where}.status: {status!r} not in {STATUSES}"]
+    if status != "ok":
+        ok = isinstance(o.get("reason"), str) and o["reason"].strip()
+        errs = [] if ok else [f"{where}: {status} without a reason"]
+        return errs + [
+            f"{where}: {status} must not carry {k}" for k in ("wall_s", "cpu_s") if k in o
+        ]
+    return _summary_errors(f"{where}.wall_s", o.get("wall_s")) + _summary_errors(
+        f"{where}.cpu_s", o.get("cpu_s")
+    )
+
+
+def validate(doc: Any) -> list[str]:
+    """Every structural problem of `doc`; empty when it matches the schema."""
+    if not isinstance(doc, dict):
+        return ["document is not an object"]
+    errs = [f"{k}: missing or not {t}" for k, t in TOP.items() if not isinstance(doc.get(k), t)]
+    if errs:
+        return errs
+    if doc["schema"] != SCHEMA:
+        errs.append(f"schema: {doc['schema']!r} != {SCHEMA!r}")
+    errs += [f"machine.{k}: missing" for k in MACHINE if k not in doc["machine"]]
+    names = set()
+    for i, c in enumerate(doc["contenders"]):
+        if not (
+            isinstance(c, dict) and {"name", "short", "label", "device", "available"} <= c.keys()
+        ):
+            errs.append(f"contenders[{i}]: needs name, short, label, device, available")
+            continue
+        names.add(c["name"])
+        if not c["available"] and not c.get("reason"):
+            errs.append(f"contenders[{i}]: unavailable without a reason")
+    for key in ("model_contenders", "op_contenders"):
+        errs += [f"{key}: unknown contender {n!r}" for n in doc[key] if n not in names]
+    for name, lim in doc["limits"].items():
+        if lim.get("status") == "ok":
+            errs += _summary_errors(f"limits.{name}.value", lim.get("value"))
+        elif not lim.get("reason"):
+            errs.append(f"limits.{name}: n/a without a reason")
+    for i, row in enumerate(doc["ops"]):
+        for k in ("group", "name", "shape", "flops", "bytes", "results"):
+            if k not in row:
+                errs.append(f"ops[{i}].{k}: missing")
+        for n in doc["op_contenders"]:
+            errs += outcome_errors(f"ops[{i}].results.{n}", row.get("results", {}).get(n))
+    for i, row in enumerate(doc["models"]):
+        if row.get("task") not in ("train", "infer"):
+            errs.append(f"models[{i}].task: {row.get('task')!r}")
+        for n in doc["model_contenders"]:
+            errs += outcome_errors(f"models[{i}].results.{n}", row.get("results", {}).get(n))
+    return errs
+
+
+def write(doc: dict[str, Any], results: Path) -> Path:
+    """Writes the run as bench-<mode>-<time>.json and as latest-<mode>.json; returns the former."""
+    results.mkdir(parents=True, exist_ok=True)
+    stamp = doc["created"].replace(":", "").replace("-", "")
+    path = results / f"bench-{doc['mode']}-{stamp}.json"
+    text = json.dumps(doc, indent=1, sort_keys=False)
+    path.write_text(text)
+    (results / f"latest-{doc['mode']}.json").write_text(text)
+    return path

@@ -1,0 +1,144 @@
+"""The timing loop shared by op and model benchmarks: warm-up, a result check, then interleaved
+repeated runs measured in wall time and in process CPU time."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from bench.checks import Check
+from bench.contenders import first_line
+from bench.stats import Summary, rotations, summarize
+
+OK, NA, WRONG = "ok", "n/a", "wrong"
+
+
+class Runner(Protocol):
+    def enter(self) -> None:
+        """Untimed, before each call (selects the eager mode)."""
+
+    def run(self, i: int) -> None:
+        """Timed: one call on input i; returns only once the work is synchronized."""
+
+    def value(self) -> object:
+        """Untimed, after a call: the result to check against the reference."""
+
+
+@dataclass
+class Outcome:
+    status: str  # OK, NA or WRONG
+    reason: str = ""
+    wall: Summary | None = None  # seconds per call
+    cpu: Summary | None = None  # process CPU seconds per call (all threads)
+    first_s: float | None = None  # the first call, including any compile
+    check: str = ""
+    extra: dict[str, object] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, object]:
+        d: dict[str, object] = {"status": self.status}
+        if self.reason:
+            d["reason"] = self.reason
+        if self.wall is not None:
+            d["wall_s"] = self.wall.to_json()
+        if self.cpu is not None:
+            d["cpu_s"] = self.cpu.to_json()
+        if self.first_s is not None:
+            d["first_s"] = self.first_s
+        if self.check:
+            d["check"] = self.check
+        d.update(self.extra)
+        return d
+
+
+def na(reason: str) -> Outcome:
+    return Outcome(NA, reason)
+
+
+Checker = Callable[[dict[str, list[object]], bool], dict[str, Check]]
+
+
+def rounds_for(warm_times: list[float], reps: int, min_time_s: float, max_reps: int) -> int:
+    """Timed rounds: at least `reps`, more for fast calls so the slowest contender still runs for
+    about `min_time_s` (one scheduler hiccup on a shared 2-core machine costs milliseconds)."""
+    slowest = max(warm_times, default=0.0)
+    if slowest <= 0:
+        return reps
+    return max(reps, min(max_reps, math.ceil(min_time_s / slowest)))
+
+
+def interleave(
+    runners: dict[str, Runner],
+    warmup: int,
+    reps: int,
+    check: Checker,
+    keep_values: bool = True,
+    min_time_s: float = 0.0,
+    max_reps: int = 50,
+) -> dict[str, Outcome]:
+    """Run every runner `warmup` times, check, then timed rounds rotating the order: `reps` of them,
+    or more (up to `max_reps`) when calls are fast and `min_time_s` asks for it.
+
+    `check(values, final)` compares each runner's values with the reference's; it is called after
+    the warm-up (a failure means the runner is never timed) and after the timed rounds. With
+    keep_values False only each runner's latest value is kept (large op outputs)."""
+    if warmup < 1 or reps < 1:
+        raise ValueError("need at least one warm-up call and one timed call")
+    out: dict[str, Outcome] = {}
+    values: dict[str, list[object]] = {n: [] for n in runners}
+    walls: dict[str, list[float]] = {n: [] for n in runners}
+    cpus: dict[str, list[float]] = {n: [] for n in runners}
+    first: dict[str, float] = {}
+    last_warm: dict[str, float] = {}
+    active = list(runners)
+
+    def one(name: str, i: int, timed: bool) -> None:
+        r = runners[name]
+        try:
+            r.enter()
+            c0, w0 = time.process_time(), time.perf_counter()
+            r.run(i)
+            w1, c1 = time.perf_counter(), time.process_time()
+            v = r.value()
+        except Exception as e:  # any failure of a contender is its n/a, not the harness's crash
+            out[name] = na(f"{type(e).__name__}: {first_line(e)}")
+            active.remove(name)
+            return
+        values[name] = [*values[name], v] if keep_values else [v]
+        if name not in first:
+            first[name] = w1 - w0
+        last_warm[name] = w1 - w0
+        if timed:
+            walls[name].append(w1 - w0)
+            cpus[name].append(c1 - c0)
+
+    def apply_checks(final: bool) -> dict[str, Check]:
+        results = check({n: values[n] for n in active}, final) if active else {}
+        for name in list(active):
+            c = results.get(name)
+            if c is not None and not c.ok:
+                out[name] = Outcome(WRONG, f"result differs from reference: {c.detail}")
+                active.remove(name)
+        return results
+
+    for rnd in range(warmup):
+        for name in rotations(list(active), rnd):
+            one(name, rnd, timed=False)
+    apply_checks(final=False)
+    total = rounds_for([last_warm[n] for n in active], reps, min_time_s, max_reps)
+    for rnd in range(total):
+        for name in rotations(list(active), rnd):
+            if name in active:
+                one(name, warmup + rnd, timed=True)
+    results = apply_checks(final=True)
+    for name in active:
+        out[name] = Outcome(
+            OK,
+            wall=summarize(walls[name]),
+            cpu=summarize(cpus[name]),
+            first_s=first.get(name),
+            check=results[name].detail if name in results else "",
+        )
+    return {n: out[n] for n in runners}

@@ -1,0 +1,225 @@
+"""bench's JSON document: the schema validator and the report rendered from it, including how
+n/a and wrong contenders appear (never with a figure)."""
+
+import copy
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # appended: installed torch_tpu wins
+from bench.plan import SECTIONS, parse_only  # noqa: E402
+from bench.report import render  # noqa: E402
+from bench.results import SCHEMA, validate, write  # noqa: E402
+
+
+def summary(m: float) -> dict[str, Any]:
+    return {"median": m, "min": m * 0.9, "max": m * 1.2, "n": 5}
+
+
+def ok(wall: float, **extra: Any) -> dict[str, Any]:
+    return {
+        "status": "ok",
+        "wall_s": summary(wall),
+        "cpu_s": summary(wall * 1.5),
+        "first_s": wall * 3,
+        **extra,
+    }
+
+
+def doc() -> dict[str, Any]:
+    cs = [
+        ("cpu-eager", "CPU eager", "cpu", None),
+        ("tpu-debug", "tpu debug", "tpu", None),
+        ("tpu-fused", "tpu fused", "tpu", "eager mode 'fused' not implemented"),
+    ]
+    return {
+        "schema": SCHEMA,
+        "created": "2026-01-02T03:04:05",
+        "mode": "quick",
+        "command": "python -m bench.run --quick",
+        "runtime_s": 321.0,
+        "machine": {
+            "cpu_model": "AMD EPYC",
+            "cores_logical": 2,
+            "cores_physical": 2,
+            "memory_bytes": 24 << 30,
+            "llc_bytes": 32 << 20,
+            "torch_version": "2.13.0+cpu",
+            "torch_blas": "mkl",
+            "git_sha": "abc",
+            "threads": 2,
+            "float32_matmul_precision": "highest",
+        },
+        "load_avg": {"start": [0.1, 0.2, 0.3], "end": [0.4, 0.5, 0.6]},
+        "settings": {
+            "warmup": 2,
+            "reps": 5,
+            "op_warmup": 1,
+            "op_reps": 5,
+            "tolerances": {"loss": 1e-3},
+        },
+        "contenders": [
+            {
+                "name": n,
+                "short": s,
+                "label": s + " label",
+                "device": d,
+                "available": r is None,
+                "reason": r,
+            }
+            for n, s, d, r in cs
+        ],
+        "model_contenders": ["cpu-eager", "tpu-debug", "tpu-fused"],
+        "op_contenders": ["cpu-eager", "tpu-debug", "tpu-fused"],
+        "limits": {
+            "stream_triad": {
+                "label": "STREAM triad",
+                "unit": "GB/s",
+                "method": "C",
+                "status": "ok",
+                "value": summary(39.0),
+            },
+            "bf16_dot_peak": {
+                "label": "bf16 peak",
+                "unit": "GFLOP/s",
+                "method": "C",
+                "status": "n/a",
+                "reason": "CPU lacks AVX-512 BF16",
+            },
+        },
+        "ops": [
+            {
+                "group": "gemm",
+                "name": "mm fp32",
+                "shape": "1024x1024x1024",
+                "dtype": "float32",
+                "flops": 2e9,
+                "bytes": 12e6,
+                "ops_per_call": 1,
+                "results": {
+                    "cpu-eager": ok(0.02, gflops=100.0, gbs=0.6, roofline_fraction=0.45),
+                    "tpu-debug": ok(0.04, gflops=50.0, gbs=0.3, roofline_fraction=0.22),
+                    "tpu-fused": {"status": "n/a", "reason": "eager mode 'fused' not implemented"},
+                },
+            }
+        ],
+        "models": [
+            {
+                "model": "gpt-tiny",
+                "task": "train",
+                "results": {
+                    "cpu-eager": ok(0.02, live_peak_bytes=14 << 20, rss_peak_bytes=300 << 20),
+                    "tpu-debug": {
+                        "status": "wrong",
+                        "reason": "result differs from reference: loss 3",
+                    },
+                    "tpu-fused": {"status": "n/a", "reason": "eager mode 'fused' not implemented"},
+                },
+            }
+        ],
+        "notes": ["a note"],
+        "timesplit": {
+            "model": "gpt-small",
+            "step_s": 1.0,
+            "seconds": {
+                "GEMM": 0.7,
+                "attention": 0.1,
+                "elementwise/normalization": 0.1,
+                "optimizer": 0.05,
+                "rest": 0.05,
+            },
+            "fraction": {
+                "GEMM": 0.7,
+                "attention": 0.1,
+                "elementwise/normalization": 0.1,
+                "optimizer": 0.05,
+                "rest": 0.05,
+            },
+        },
+    }
+
+
+def test_valid_document_passes() -> None:
+    assert validate(doc()) == []
+
+
+def test_missing_and_mistyped_fields_are_reported() -> None:
+    d = doc()
+    del d["machine"]
+    assert any("machine" in e for e in validate(d))
+    d = doc()
+    d["runtime_s"] = "fast"
+    assert any("runtime_s" in e for e in validate(d))
+    d = doc()
+    del d["machine"]["git_sha"]
+    assert validate(d) == ["machine.git_sha: missing"]
+
+
+def test_outcome_rules() -> None:
+    d = doc()
+    d["models"][0]["results"]["tpu-fused"] = {"status": "n/a"}
+    assert validate(d) == ["models[0].results.tpu-fused: n/a without a reason"]
+    d = doc()
+    d["models"][0]["results"]["tpu-debug"]["wall_s"] = summary(1.0)  # a figure on a wrong result
+    assert validate(d) == ["models[0].results.tpu-debug: wrong must not carry wall_s"]
+    d = doc()
+    d["ops"][0]["results"]["cpu-eager"]["wall_s"]["min"] = 1.0  # min above the median
+    assert validate(d) == ["ops[0].results.cpu-eager.wall_s: min <= median <= max does not hold"]
+    d = doc()
+    d["ops"][0]["results"]["tpu-debug"]["status"] = "fast"
+    assert len(validate(d)) == 1
+    d = doc()
+    del d["ops"][0]["results"]["tpu-fused"]
+    assert validate(d) == ["ops[0].results.tpu-fused: not an object"]
+
+
+def test_unavailable_contender_needs_a_reason() -> None:
+    d = doc()
+    d["contenders"][2]["reason"] = None
+    assert validate(d) == ["contenders[2]: unavailable without a reason"]
+    d = doc()
+    d["model_contenders"].append("ghost")
+    assert "model_contenders: unknown contender 'ghost'" in validate(d)
+
+
+def test_write_makes_stamped_and_latest_files(tmp_path: Path) -> None:
+    path = write(doc(), tmp_path)
+    assert path.name == "bench-quick-20260102T030405.json"
+    assert (tmp_path / "latest-quick.json").read_text() == path.read_text()
+
+
+def test_report_ratios_and_na() -> None:
+    text = render(doc())
+    assert "| gpt-tiny | train |" in text
+    assert "20 ms" in text  # baseline median
+    assert "0.50× (40 ms · 22%)" in text  # tpu debug op: CPU time / tpu time, roofline share
+    # n/a and wrong cells carry a footnote, never a figure, and the reasons are listed.
+    assert "wrong [" in text and "n/a [" in text
+    assert "result differs from reference: loss 3" in text
+    assert "eager mode 'fused' not implemented" in text
+    assert "CPU lacks AVX-512 BF16" in text
+    assert "live 14 MiB · RSS 300 MiB" in text
+    assert "| GEMM " in text and "70%" in text
+
+
+def test_report_is_deterministic_and_leaves_doc_alone() -> None:
+    d = doc()
+    before = copy.deepcopy(d)
+    assert render(d) == render(d)
+    assert d == before
+
+
+def test_parse_only() -> None:
+    assert parse_only(None) == (SECTIONS, {})
+    assert parse_only("models:gpt-tiny,models:lstm") == (
+        ("models",),
+        {"models": ["gpt-tiny", "lstm"]},
+    )
+    # ops need the limits for their roofline
+    assert parse_only("ops:gemm") == (("limits", "ops"), {"ops": ["gemm"]})
+    try:
+        parse_only("bogus")
+    except ValueError as e:
+        assert "bogus" in str(e)
+    else:
+        raise AssertionError("unknown section accepted")
