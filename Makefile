@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 DEPS_STAMP := $(VENV)/.deps-installed
 INSTALL_STAMP := $(VENV)/.torch-tpu-installed
-SOURCES := $(shell find csrc torch_tpu -type f \( -name '*.c' -o -name '*.h' -o -name '*.cpp' -o -name '*.py' \)) CMakeLists.txt pyproject.toml
+SOURCES := $(shell find csrc src -type f \( -name '*.c' -o -name '*.h' -o -name '*.cpp' -o -name '*.py' \)) CMakeLists.txt pyproject.toml
 JOBS ?= $(shell nproc)
 
 .PHONY: setup demo test core-tests core-tests-sanitized pytest lint bench bench-full clean
@@ -47,8 +47,8 @@ pytest: setup
 	$(VENV)/bin/pytest -q -n $(JOBS) --dist loadfile
 
 lint: $(DEPS_STAMP)
-	$(VENV)/bin/ruff check torch_tpu tests examples bench
-	$(VENV)/bin/ruff format --check torch_tpu tests examples bench
+	$(VENV)/bin/ruff check src tests examples bench
+	$(VENV)/bin/ruff format --check src tests examples bench
 
 test: core-tests core-tests-sanitized lint pytest
 

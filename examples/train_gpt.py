@@ -14,8 +14,7 @@ from pathlib import Path
 
 import torch
 
-# The fixed GPT definition lives in bench/; append (never prepend) the repository root so the
-# installed torch_tpu, not its source directory, is what `import torch` loads.
+# The fixed GPT definition lives in bench/ at the repository root.
 sys.path.append(str(Path(__file__).resolve().parent.parent))
 from bench.models import GPT, GPT_TINY  # noqa: E402
 

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-# bench/ holds the project's fixed model definitions. Append the repository root (never prepend:
-# its torch_tpu source directory would shadow the installed package).
+# bench/ holds the project's fixed model definitions.
 sys.path.append(str(Path(__file__).resolve().parent.parent))
 
 EAGER_MODES = ["strict", "debug"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-sys.path.append(str(Path(__file__).resolve().parents[1]))  # appended: installed torch_tpu wins
+sys.path.append(str(Path(__file__).resolve().parents[1]))
 from bench.checks import Check, check_series, check_tensor, norm_atol, tensor_error  # noqa: E402
 from bench.timing import NA, OK, WRONG, interleave, rounds_for  # noqa: E402
 

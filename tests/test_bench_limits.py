@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.append(str(Path(__file__).resolve().parents[1]))  # appended: installed torch_tpu wins
+sys.path.append(str(Path(__file__).resolve().parents[1]))
 from bench.limits import Limit, fp32_peak, merge, value  # noqa: E402
 from bench.limits.build import FLAGS, load  # noqa: E402
 from bench.opbench import apply_roofline, roofline  # noqa: E402

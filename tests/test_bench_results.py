@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.append(str(Path(__file__).resolve().parents[1]))  # appended: installed torch_tpu wins
+sys.path.append(str(Path(__file__).resolve().parents[1]))
 from bench.plan import SECTIONS, parse_only  # noqa: E402
 from bench.report import render  # noqa: E402
 from bench.results import SCHEMA, validate, write  # noqa: E402

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.append(str(Path(__file__).resolve().parents[1]))  # appended: installed torch_tpu wins
+sys.path.append(str(Path(__file__).resolve().parents[1]))
 from bench.fmt import Footnotes, fmt_bytes, fmt_pct, fmt_ratio, fmt_s, md_table  # noqa: E402
 from bench.stats import Summary, ratio, rotations, summarize  # noqa: E402
 

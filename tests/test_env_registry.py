@@ -22,7 +22,7 @@ def names_in(text: str) -> set[str]:
 def mentioned() -> dict[str, set[str]]:
     """TORCH_TPU_* name -> the files (relative to the repository) that mention it."""
     files = [ROOT / "README.md"]
-    for folder in ("csrc", "torch_tpu"):
+    for folder in ("csrc", "src"):
         files += [p for p in (ROOT / folder).rglob("*") if p.suffix in SOURCE_SUFFIXES]
     found: dict[str, set[str]] = {}
     for path in files:
