@@ -230,6 +230,6 @@ tpu_status tpu_kernel_copy(const tpu_op_call *call) {
   tpu_iter_build(&it, 0);
   if (src->dtype == dst->dtype && same_memory(&it))
     return TPU_OK;
-  tpu_iter_run(&it, 0, it.numel, loop, NULL);
+  tpu_iter_run_parallel(&it, loop, NULL);
   return TPU_OK;
 }

@@ -82,6 +82,6 @@ tpu_status tpu_kernel_fill(const tpu_op_call *call) {
   tpu_iter_init(&it, out->ndim, out->sizes);
   tpu_iter_add_tensor(&it, out);
   tpu_iter_build(&it, 0);
-  tpu_iter_run(&it, 0, it.numel, loop, &value);
+  tpu_iter_run_parallel(&it, loop, &value);
   return TPU_OK;
 }

@@ -117,6 +117,6 @@ tpu_status tpu_kernel_index_select(const tpu_op_call *call) {
   size_t size = tpu_dtype_size(out->dtype);
   tpu_loop_fn loop = size == 1 ? gather_1 : size == 2 ? gather_2 : size == 4 ? gather_4
                    : size == 8 ? gather_8 : gather_16;
-  tpu_iter_run(&it, 0, it.numel, loop, &g);
+  tpu_iter_run_parallel(&it, loop, &g);
   return TPU_OK;
 }

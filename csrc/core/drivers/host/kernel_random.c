@@ -237,7 +237,7 @@ static tpu_status run(const tpu_op_call *call, tpu_loop_indexed_fn loop, bool dt
   tpu_iter_init(&it, out->ndim, out->sizes);
   tpu_iter_add_tensor(&it, out);
   tpu_iter_build(&it, TPU_ITER_LOGICAL_ORDER);
-  tpu_iter_run_indexed(&it, 0, it.numel, loop, &r);
+  tpu_iter_run_indexed_parallel(&it, loop, &r);
   return TPU_OK;
 }
 

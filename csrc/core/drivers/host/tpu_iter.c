@@ -3,6 +3,8 @@
 #include <assert.h>
 #include <string.h>
 
+#include "exec/tpu_pool.h"
+
 void tpu_iter_init(tpu_iter *it, int ndim, const int64_t *shape) {
   assert(ndim >= 0 && ndim <= TPU_MAX_DIMS);
   it->nops = 0;
@@ -157,4 +159,27 @@ void tpu_iter_run(const tpu_iter *it, int64_t begin, int64_t end, tpu_loop_fn lo
 void tpu_iter_run_indexed(const tpu_iter *it, int64_t begin, int64_t end, tpu_loop_indexed_fn loop,
                           void *ctx) {
   run(it, begin, end, NULL, loop, ctx);
+}
+
+typedef struct parallel_run {
+  const tpu_iter *it;
+  tpu_loop_fn loop;
+  tpu_loop_indexed_fn indexed;
+  void *ctx;
+} parallel_run;
+
+static void run_chunk(int64_t begin, int64_t end, int chunk, void *arg) {
+  (void)chunk;
+  const parallel_run *p = arg;
+  run(p->it, begin, end, p->loop, p->indexed, p->ctx);
+}
+
+void tpu_iter_run_parallel(const tpu_iter *it, tpu_loop_fn loop, void *ctx) {
+  parallel_run p = {.it = it, .loop = loop, .ctx = ctx};
+  tpu_parallel_for(it->numel, TPU_ITER_GRAIN, run_chunk, &p);
+}
+
+void tpu_iter_run_indexed_parallel(const tpu_iter *it, tpu_loop_indexed_fn loop, void *ctx) {
+  parallel_run p = {.it = it, .indexed = loop, .ctx = ctx};
+  tpu_parallel_for(it->numel, TPU_ITER_GRAIN, run_chunk, &p);
 }

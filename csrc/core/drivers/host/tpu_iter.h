@@ -66,4 +66,14 @@ void tpu_iter_run(const tpu_iter *it, int64_t begin, int64_t end, tpu_loop_fn lo
 void tpu_iter_run_indexed(const tpu_iter *it, int64_t begin, int64_t end, tpu_loop_indexed_fn loop,
                           void *ctx);
 
+/* Elements per chunk below which splitting work over threads costs more than it saves. */
+#define TPU_ITER_GRAIN 32768
+
+/* Runs `loop` over all elements, split over the thread pool (tpu_parallel_for); the loop must only
+ * touch the elements it is given. */
+void tpu_iter_run_parallel(const tpu_iter *it, tpu_loop_fn loop, void *ctx);
+
+/* Same, passing each run's first flat index to the loop. */
+void tpu_iter_run_indexed_parallel(const tpu_iter *it, tpu_loop_indexed_fn loop, void *ctx);
+
 #endif
