@@ -1,11 +1,13 @@
 #include "runtime/TpuCore.h"
 
+#include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 
 #include "runtime/TpuStreams.h"
 
 extern "C" {
 #include "core/exec/tpu_device.h"
+#include "core/exec/tpu_pool.h"
 }
 
 namespace torch_tpu {
@@ -141,11 +143,18 @@ tpu_op_call* new_call(tpu_op_id op, int n_inputs, int n_outputs) {
   return call;
 }
 
+// Kernels split their work over as many threads as torch.set_num_threads() allows.
+static void follow_torch_threads() {
+  tpu_pool_set_threads(at::get_num_threads());
+}
+
 void launch(c10::DeviceIndex device, tpu_op_call* call) {
+  follow_torch_threads();
   check(tpu_op_launch(current_core_stream(device), call));
 }
 
 void launch_sync(c10::DeviceIndex device, tpu_op_call* call) {
+  follow_torch_threads();
   check(tpu_op_launch_sync(current_core_stream(device), call));
 }
 
