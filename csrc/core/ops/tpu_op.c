@@ -8,7 +8,7 @@
 #include "drivers/host/tpu_host_kernels.h"
 
 static const char *const op_names[TPU_OP_COUNT] = {
-#define TPU_OP_NAME(id, name) [TPU_OP_##id] = name,
+#define TPU_OP_NAME(id, name, kernel) [TPU_OP_##id] = name,
     TPU_OP_LIST(TPU_OP_NAME)
 #undef TPU_OP_NAME
 };

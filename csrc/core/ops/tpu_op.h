@@ -9,19 +9,34 @@
 
 #include "base/tpu_status.h"
 #include "exec/tpu_stream.h"
+#include "ops/tpu_ops_base.h"
+#include "ops/tpu_ops_elementwise.h"
+#include "ops/tpu_ops_reduce.h"
+#include "ops/tpu_ops_matmul.h"
+#include "ops/tpu_ops_norm.h"
+#include "ops/tpu_ops_nn.h"
+#include "ops/tpu_ops_conv.h"
+#include "ops/tpu_ops_attention.h"
+#include "ops/tpu_ops_index.h"
+#include "ops/tpu_ops_optim.h"
 #include "tensor/tpu_tensor.h"
 
-/* X(ID, "name"): the native ops of the host driver. */
+/* The native ops: X(ID, "name", host kernel), one family per header, so that a family's rule,
+ * kernel and (later) emitters sit together and adding an op touches only its family. */
 #define TPU_OP_LIST(X)                                                                             \
-  X(COPY, "copy")                                                                                  \
-  X(FILL, "fill")                                                                                  \
-  X(INDEX_SELECT, "index_select")                                                                  \
-  X(UNIFORM, "uniform")                                                                            \
-  X(NORMAL, "normal")                                                                              \
-  X(RANDOM, "random")
+  TPU_OPS_BASE(X) \
+  TPU_OPS_ELEMENTWISE(X) \
+  TPU_OPS_REDUCE(X) \
+  TPU_OPS_MATMUL(X) \
+  TPU_OPS_NORM(X) \
+  TPU_OPS_NN(X) \
+  TPU_OPS_CONV(X) \
+  TPU_OPS_ATTENTION(X) \
+  TPU_OPS_INDEX(X) \
+  TPU_OPS_OPTIM(X)
 
 typedef enum tpu_op_id {
-#define TPU_OP_ENUM(id, name) TPU_OP_##id,
+#define TPU_OP_ENUM(id, name, kernel) TPU_OP_##id,
   TPU_OP_LIST(TPU_OP_ENUM)
 #undef TPU_OP_ENUM
       TPU_OP_COUNT
@@ -40,6 +55,7 @@ typedef struct tpu_op_call {
   int n_inputs;
   int n_outputs;
   bool deferred; /* set by tpu_op_defer: holds references and pending-reader counts on its inputs */
+  tpu_dtype compute; /* the dtype the op computes in (type promotion's result), for ops with one */
   tpu_scalar scalars[TPU_OP_MAX_SCALARS];
   /* Runs after the kernel (or when the call is dropped) to free memory the call owns, e.g. the
    * staging copy of a host-to-device transfer. */

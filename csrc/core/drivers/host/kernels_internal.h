@@ -5,11 +5,8 @@
 
 #include "ops/tpu_op.h"
 
-tpu_status tpu_kernel_copy(const tpu_op_call *call);          /* kernel_copy.c */
-tpu_status tpu_kernel_fill(const tpu_op_call *call);          /* kernel_fill.c */
-tpu_status tpu_kernel_index_select(const tpu_op_call *call);  /* kernel_index_select.c */
-tpu_status tpu_kernel_uniform(const tpu_op_call *call);       /* kernel_random.c */
-tpu_status tpu_kernel_normal(const tpu_op_call *call);        /* kernel_random.c */
-tpu_status tpu_kernel_random(const tpu_op_call *call);        /* kernel_random.c */
+#define TPU_DECLARE_KERNEL(id, name, kernel) tpu_status kernel(const tpu_op_call *call);
+TPU_OP_LIST(TPU_DECLARE_KERNEL)
+#undef TPU_DECLARE_KERNEL
 
 #endif

@@ -1,0 +1,7 @@
+/* The conv family's ops: X(ID, "name", host kernel) per op; see ops/tpu_op.h. */
+#ifndef TPU_OPS_CONV_H
+#define TPU_OPS_CONV_H
+
+#define TPU_OPS_CONV(X)
+
+#endif

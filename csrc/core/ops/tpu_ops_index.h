@@ -1,0 +1,7 @@
+/* The index family's ops: X(ID, "name", host kernel) per op; see ops/tpu_op.h. */
+#ifndef TPU_OPS_INDEX_H
+#define TPU_OPS_INDEX_H
+
+#define TPU_OPS_INDEX(X)
+
+#endif
