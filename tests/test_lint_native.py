@@ -31,6 +31,7 @@ NATIVE_METADATA_ONLY = {
     "templates::random_from_to_impl",
     "templates::uniform_impl_",
     "templates::normal_impl_",
+    "resize_output",
 }
 
 RULES: dict[str, re.Pattern[str]] = {
