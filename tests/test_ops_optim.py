@@ -116,7 +116,7 @@ def test_grad_scaler_unscales_skips_and_updates(eager_mode: str) -> None:
 
 
 def test_unscale_marks_found_inf_and_scales() -> None:
-    grads = [torch.tensor([2.0, 4.0], device="tpu"), torch.tensor([1.0, float("nan")], device="tpu")]
+    grads = [torch.tensor([2.0, 4.0], device="tpu"), torch.tensor([1.0, torch.nan], device="tpu")]
     found = torch.zeros(1, device="tpu")
     inv = torch.full((1,), 0.5, device="tpu")
     torch._amp_foreach_non_finite_check_and_unscale_(grads, found, inv)
