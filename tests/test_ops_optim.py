@@ -35,9 +35,7 @@ def run_steps(
 ) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     gen = torch.Generator().manual_seed(0)
     shapes = [(7, 5), (5,), (3, 4, 2), ()]
-    params = [
-        nn.Parameter(torch.randn(s, generator=gen).to(dtype).to(device)) for s in shapes
-    ]
+    params = [nn.Parameter(torch.randn(s, generator=gen).to(dtype).to(device)) for s in shapes]
     optimizer = OPTIMIZERS[name](params)
     if not fused:
         for group in optimizer.param_groups:
