@@ -92,7 +92,11 @@ static int64_t nll_class(nll *l, int64_t e) {
 }
 
 static double nll_weight(const nll *l, int64_t cls) {
-  return l->weight ? tpu_real_load(at2(l->weight, 0, cls), l->weight->dtype) : 1.0;
+  if (!l->weight)
+    return 1.0;
+  const tpu_tensor *w = l->weight;
+  int64_t e = (int64_t)tpu_dtype_size(w->dtype);
+  return tpu_real_load((char *)tpu_tensor_data(w) + cls * w->strides[0] * e, w->dtype);
 }
 
 static void nll_forward_range(int64_t begin, int64_t end, int chunk, void *arg) {
