@@ -1,5 +1,5 @@
-// Shape and creation ops: cat (stack goes through it), flip, roll, tril/triu, narrow_copy and
-// arange. cat, flip, roll and narrow_copy are copies between views (the core's COPY kernel,
+// Shape and creation ops: cat (stack goes through it), flip, roll, tril/triu, narrow_copy,
+// arange and eye. cat, flip, roll and narrow_copy are copies between views (the core's COPY kernel,
 // which converts dtypes and reads negative strides); tril/triu and arange have kernels.
 #include <ATen/Dispatch_v2.h>
 #include <ATen/MemoryOverlap.h>
@@ -155,7 +155,7 @@ at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at:
   int64_t size = 0;
   AT_DISPATCH_V2(out.scalar_type(), "arange_cpu", AT_WRAP([&] {
     size = at::native::compute_arange_size<scalar_t>(start, end, step);
-  }), AT_EXPAND(AT_ALL_TYPES), at::kBFloat16, at::kHalf, at::kUInt16, at::kUInt32, at::kUInt64);
+  }), AT_EXPAND(AT_ALL_TYPES), at::kBFloat16, at::kHalf);
   if (out.numel() != size) {
     if (out.numel() > 0) {
       TORCH_WARN("The number of elements in the out tensor of shape ", out.sizes(), " is ",
@@ -171,9 +171,8 @@ at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at:
   at::Tensor flat = out.dim() == 1 ? out : at::empty({size}, out.options());
   tpu_op_call* call = make_call(TPU_OP_ARANGE, {}, {core_view(flat)});
   if (at::isIntegralType(out.scalar_type(), /*includeBool=*/false)) {
-    bool wide = out.scalar_type() == at::kUInt64;
-    call->scalars[2].u = wide ? start.to<uint64_t>() : static_cast<uint64_t>(start.to<int64_t>());
-    call->scalars[3].u = wide ? step.to<uint64_t>() : static_cast<uint64_t>(step.to<int64_t>());
+    call->scalars[2].i = start.to<int64_t>();
+    call->scalars[3].i = step.to<int64_t>();
   } else {
     call->scalars[0].f = start.to<double>();
     call->scalars[1].f = step.to<double>();
@@ -183,6 +182,22 @@ at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at:
     copy_into(flat.view(out.sizes()), out, false);
   }
   return out;
+}
+
+// ---- eye ---------------------------------------------------------------------------------
+
+// PyTorch CPU's eye_out: resized to [n, m], zeroed, ones on the diagonal (fills of views).
+at::Tensor& eye_m_out(int64_t n, int64_t m, at::Tensor& out) {
+  TORCH_CHECK(n >= 0, "n must be greater or equal to 0, got ", n);
+  TORCH_CHECK(m >= 0, "m must be greater or equal to 0, got ", m);
+  out.resize_({n, m});
+  out.zero_();
+  out.diagonal().fill_(1);
+  return out;
+}
+
+at::Tensor& eye_out(int64_t n, at::Tensor& out) {
+  return eye_m_out(n, n, out);
 }
 
 } // namespace
@@ -200,6 +215,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("triu_", TORCH_FN(Triu::inplace));
   m.impl("triu.out", TORCH_FN(Triu::out));
   m.impl("arange.start_out", TORCH_FN(arange_out));
+  m.impl("eye.out", TORCH_FN(eye_out));
+  m.impl("eye.m_out", TORCH_FN(eye_m_out));
 }
 
 } // namespace torch_tpu

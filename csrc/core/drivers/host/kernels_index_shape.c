@@ -6,8 +6,8 @@
  *   column - row >= k; the others become zero (all-zero bytes are 0 in every dtype).
  * ARANGE: tensors[0] = out, 1-d; out[i] = start + i * step, computed as PyTorch CPU's scalar loop
  *   does: in double for float32 and float64 (scalars[0].f start, [1].f step), in float for
- *   float16 and bfloat16, in wrapping 64-bit integers for integer dtypes (uint16/32/64 too;
- *   scalars[2].i start, [3].i step), then converted to the dtype. */
+ *   float16 and bfloat16, in wrapping int64 for integer dtypes (scalars[2].i start, [3].i step),
+ *   then converted to the dtype. */
 #include "drivers/host/kernels_index_util.h"
 #include "drivers/host/kernels_internal.h"
 #include "exec/tpu_pool.h"
@@ -99,12 +99,9 @@ static void store_arange(tpu_dtype dtype, char *p, double f, float h, uint64_t i
   switch (dtype) {
   case TPU_UINT8:
   case TPU_INT8: *p = (char)(uint8_t)i; break;
-  case TPU_INT16:
-  case TPU_UINT16: { uint16_t v = (uint16_t)i; memcpy(p, &v, sizeof v); break; }
-  case TPU_INT32:
-  case TPU_UINT32: { uint32_t v = (uint32_t)i; memcpy(p, &v, sizeof v); break; }
-  case TPU_INT64:
-  case TPU_UINT64: memcpy(p, &i, sizeof i); break;
+  case TPU_INT16: { uint16_t v = (uint16_t)i; memcpy(p, &v, sizeof v); break; }
+  case TPU_INT32: { uint32_t v = (uint32_t)i; memcpy(p, &v, sizeof v); break; }
+  case TPU_INT64: memcpy(p, &i, sizeof i); break;
   case TPU_FLOAT16: { uint16_t v = tpu_f32_to_f16(h); memcpy(p, &v, sizeof v); break; }
   case TPU_BFLOAT16: { uint16_t v = tpu_f32_to_bf16(h); memcpy(p, &v, sizeof v); break; }
   case TPU_FLOAT32: { float v = (float)f; memcpy(p, &v, sizeof v); break; }
@@ -128,8 +125,7 @@ static void arange_loop(char **data, const int64_t *strides, int64_t n, int64_t 
 
 tpu_status tpu_kernel_arange(const tpu_op_call *call) {
   const tpu_tensor *out = &call->tensors[0];
-  bool wide_unsigned = out->dtype >= TPU_UINT16 && out->dtype <= TPU_UINT64;
-  if (out->ndim != 1 || out->dtype == TPU_BOOL || (out->dtype > TPU_FLOAT64 && !wide_unsigned))
+  if (out->ndim != 1 || out->dtype == TPU_BOOL || out->dtype > TPU_FLOAT64)
     return tpu_error(TPU_ERR_NOT_IMPLEMENTED, "arange is not implemented for %s (or a rank other "
                      "than 1)", tpu_dtype_name(out->dtype));
   tpu_iter it;
