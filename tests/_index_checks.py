@@ -71,9 +71,8 @@ def assert_same(
     if strides and got.numel() > 1:
         assert got.stride() == expected.stride(), (got.stride(), expected.stride())
     if exact:
-        assert torch.equal(got.cpu(), expected), (got.cpu(), expected)
-    else:
-        torch.testing.assert_close(got.cpu(), expected, **tol)
+        tol = {"rtol": 0.0, "atol": 0.0}
+    torch.testing.assert_close(got.cpu(), expected, equal_nan=True, **tol)
 
 
 def check_op(

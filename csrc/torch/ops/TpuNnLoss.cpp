@@ -39,8 +39,8 @@ at::Tensor as_ncs(const at::Tensor& input) {
   return input.dim() == 2 ? input.unsqueeze(2) : input.flatten(2);
 }
 
-at::Tensor as_ns(const at::Tensor& target, int64_t n) {
-  return target.reshape({n, -1});
+at::Tensor as_ns(const at::Tensor& target, const at::Tensor& ncs) {
+  return target.reshape({ncs.size(0), ncs.size(2)});
 }
 
 const at::Tensor* weight_of(const std::optional<at::Tensor>& weight) {
@@ -63,7 +63,7 @@ void run_nll(const at::Tensor& input, const at::Tensor& target, const at::Tensor
   check_floating(input, "nll_loss_out_frame");
   check_same_device("nll_loss", input.device(), {&target, weight ? weight : &target, &out});
   at::Tensor x = as_ncs(input);
-  at::Tensor t = as_ns(target, x.size(0));
+  at::Tensor t = as_ns(target, x);
   reduction = kernel_reduction(input, reduction);
   at::Tensor o = reduction == at::Reduction::None ? out.view({x.size(0), x.size(2)}) : out;
   TORCH_CHECK(o.is_alias_of(out) || out.numel() == 0, "nll_loss: out must be viewable as [N, S]");
@@ -95,7 +95,7 @@ void run_nll_backward(const at::Tensor& grad_output, const at::Tensor& input,
   if (!aliased) {
     gi = at::empty(gi.sizes(), grad_input.options());
   }
-  at::Tensor t = as_ns(target, gi.size(0));
+  at::Tensor t = as_ns(target, gi);
   reduction = kernel_reduction(input, reduction);
   at::Tensor go = reduction == at::Reduction::None
                       ? grad_output.reshape({gi.size(0), gi.size(2)})
