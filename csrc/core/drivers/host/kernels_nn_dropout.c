@@ -107,26 +107,39 @@ tpu_status tpu_kernel_bernoulli(const tpu_op_call *call) {
   return TPU_OK;
 }
 
-/* x * m * scale for one real component, in the dtype's compute type, rounded by the store. */
-static double dropout_value(tpu_dtype real, double x, bool m, double scale) {
-  if (real == TPU_FLOAT64)
-    return x * (m ? 1.0 : 0.0) * scale;
-  return (double)((float)x * (m ? 1.0f : 0.0f) * (float)scale);
-}
+/* out[i] = (in[i] * keep[i]) * scale over n elements (byte strides os, is, ks), in the dtype's
+ * compute type (float for float16, bfloat16 and float32), rounded once; complex dtypes scale both
+ * parts. One loop per dtype, the dtype switch outside it. */
+#define MASK_LOOP(NAME, T, M, LOAD, STORE)                                                         \
+  static void mask_##NAME(char *out, int64_t os, const char *in, int64_t is, const char *keep,     \
+                          int64_t ks, int64_t n, int parts, double scale) {                        \
+    const M s = (M)scale;                                                                          \
+    for (int64_t i = 0; i < n; i++) {                                                              \
+      const M m = keep[i * ks] != 0 ? (M)1 : (M)0;                                                 \
+      for (int c = 0; c < parts; c++) {                                                            \
+        T x;                                                                                       \
+        memcpy(&x, in + i * is + c * (int64_t)sizeof x, sizeof x);                                 \
+        T y = STORE(LOAD(x) * m * s);                                                              \
+        memcpy(out + i * os + c * (int64_t)sizeof y, &y, sizeof y);                                \
+      }                                                                                            \
+    }                                                                                              \
+  }
+#define SAME(x) (x)
+MASK_LOOP(f16, uint16_t, float, tpu_f16_to_f32, tpu_f32_to_f16)
+MASK_LOOP(bf16, uint16_t, float, tpu_bf16_to_f32, tpu_f32_to_bf16)
+MASK_LOOP(f32, float, float, SAME, SAME)
+MASK_LOOP(f64, double, double, SAME, SAME)
 
-/* The real dtype of a floating or complex dtype, and its components per element. */
-static tpu_dtype real_of(tpu_dtype dtype, int *parts) {
-  *parts = tpu_dtype_is_complex(dtype) ? 2 : 1;
-  return dtype == TPU_COMPLEX64 ? TPU_FLOAT32 : dtype == TPU_COMPLEX128 ? TPU_FLOAT64 : dtype;
-}
-
-static void scale_element(char *out, const char *in, tpu_dtype dtype, bool m, double scale) {
-  int parts;
-  tpu_dtype real = real_of(dtype, &parts);
-  size_t size = tpu_dtype_size(real);
-  for (int c = 0; c < parts; c++)
-    tpu_real_store(out + c * size, real,
-                   dropout_value(real, tpu_real_load(in + c * size, real), m, scale));
+static void apply_mask(tpu_dtype dtype, char *out, int64_t os, const char *in, int64_t is,
+                       const char *keep, int64_t ks, int64_t n, double scale) {
+  switch (dtype) {
+  case TPU_FLOAT16: mask_f16(out, os, in, is, keep, ks, n, 1, scale); break;
+  case TPU_BFLOAT16: mask_bf16(out, os, in, is, keep, ks, n, 1, scale); break;
+  case TPU_FLOAT32: mask_f32(out, os, in, is, keep, ks, n, 1, scale); break;
+  case TPU_COMPLEX64: mask_f32(out, os, in, is, keep, ks, n, 2, scale); break;
+  case TPU_COMPLEX128: mask_f64(out, os, in, is, keep, ks, n, 2, scale); break;
+  default: mask_f64(out, os, in, is, keep, ks, n, 1, scale); break;
+  }
 }
 
 /* Operands: 0 = out, 1 = mask, 2 = input. */
@@ -137,12 +150,11 @@ static void dropout_loop(char **data, const int64_t *strides, int64_t n, int64_t
     int64_t m = n - done < CHUNK ? n - done : CHUNK;
     float u[CHUNK];
     uniforms(d, index + done, m, u);
-    for (int64_t i = 0; i < m; i++) {
-      bool keep = (double)u[i] < d->keep;
-      data[1][(done + i) * strides[1]] = (char)keep;
-      scale_element(data[0] + (done + i) * strides[0], data[2] + (done + i) * strides[2],
-                    d->out_dtype, keep, d->scale);
-    }
+    char *mask = data[1] + done * strides[1];
+    for (int64_t i = 0; i < m; i++)
+      mask[i * strides[1]] = (char)((double)u[i] < d->keep);
+    apply_mask(d->out_dtype, data[0] + done * strides[0], strides[0], data[2] + done * strides[2],
+               strides[2], mask, strides[1], m, d->scale);
   }
 }
 
@@ -183,9 +195,8 @@ tpu_status tpu_kernel_dropout(const tpu_op_call *call) {
 /* Operands: 0 = grad_input, 1 = mask, 2 = grad. */
 static void dropout_backward_loop(char **data, const int64_t *strides, int64_t n, void *ctx) {
   const draw *d = ctx;
-  for (int64_t i = 0; i < n; i++)
-    scale_element(data[0] + i * strides[0], data[2] + i * strides[2], d->out_dtype,
-                  data[1][i * strides[1]] != 0, d->scale);
+  apply_mask(d->out_dtype, data[0], strides[0], data[2], strides[2], data[1], strides[1], n,
+             d->scale);
 }
 
 tpu_status tpu_kernel_dropout_backward(const tpu_op_call *call) {
