@@ -32,6 +32,18 @@ NATIVE_METADATA_ONLY = {
     "templates::uniform_impl_",
     "templates::normal_impl_",
     "resize_output",
+    # Advanced-indexing bookkeeping from IndexingUtils.h / TensorAdvancedIndexingUtils.h: type
+    # checks, views, and masks through the dispatched (native) nonzero.
+    "checkIndexTensorTypes",
+    "expandTensors",
+    "hasContiguousSubspace",
+    "transposeToFront",
+    "canDispatchToMaskedFill",
+    # RangeUtils.h: arange's size and bound checks, from the scalars only.
+    "compute_arange_size",
+    # bernoulli_'s templates, run with our functors (which launch core ops).
+    "templates::bernoulli_impl_",
+    "templates::bernoulli_out_impl",
 }
 
 RULES: dict[str, re.Pattern[str]] = {
