@@ -45,14 +45,16 @@ static void reference(const double *a, const double *b, double *ref, int64_t m, 
 static void check_f32_layouts(int64_t m, int64_t n, int64_t k, bool ta, bool tb, bool to) {
   float *a = malloc(sizeof(float) * (size_t)(m * k)), *b = malloc(sizeof(float) * (size_t)(k * n));
   float *out = malloc(sizeof(float) * (size_t)(m * n));
-  double *ad = malloc(sizeof(double) * (size_t)(m * k)), *bd = malloc(sizeof(double) * (size_t)(k * n));
+  double *ad = malloc(sizeof(double) * (size_t)(m * k));
+  double *bd = malloc(sizeof(double) * (size_t)(k * n));
   double *ref = malloc(sizeof(double) * (size_t)(m * n));
   for (int64_t i = 0; i < m * k; i++)
     a[i] = (float)(ad[i] = value(i));
   for (int64_t i = 0; i < k * n; i++)
     b[i] = (float)(bd[i] = value(i + 3));
   /* The same logical values, laid out transposed in memory when asked. */
-  double *al = malloc(sizeof(double) * (size_t)(m * k)), *bl = malloc(sizeof(double) * (size_t)(k * n));
+  double *al = malloc(sizeof(double) * (size_t)(m * k));
+  double *bl = malloc(sizeof(double) * (size_t)(k * n));
   for (int64_t i = 0; i < m; i++)
     for (int64_t p = 0; p < k; p++)
       al[i * k + p] = ta ? ad[p * m + i] : ad[i * k + p];
@@ -160,8 +162,9 @@ static void test_int8_wrap_and_batches(void) {
   int8_t a[2 * 300], b[2 * 300], out[1];
   for (int i = 0; i < 600; i++)
     a[i] = b[i] = 100;
-  CHECK_OK(gemm(view3(a, TPU_INT8, 2, 1, 300, 300, 300, 1), view3(b, TPU_INT8, 2, 300, 1, 300, 1, 1),
-                NULL, view3(out, TPU_INT8, 1, 1, 1, 0, 1, 1), SCALAR_I(1), SCALAR_I(0)));
+  CHECK_OK(gemm(view3(a, TPU_INT8, 2, 1, 300, 300, 300, 1),
+                view3(b, TPU_INT8, 2, 300, 1, 300, 1, 1), NULL,
+                view3(out, TPU_INT8, 1, 1, 1, 0, 1, 1), SCALAR_I(1), SCALAR_I(0)));
   CHECK(out[0] == (int8_t)(uint8_t)((2u * 300u * 10000u) & 0xffu));
   int64_t la[4] = {1, 2, 3, 4}, lb[4] = {5, 6, 7, 8}, lc[4] = {1, 1, 1, 1}, lo[4];
   tpu_tensor c = view3(lc, TPU_INT64, 1, 2, 2, 0, 2, 1);
@@ -174,8 +177,9 @@ static void test_int8_wrap_and_batches(void) {
 
 static void test_complex(void) {
   double _Complex a[2] = {1 + 2 * I, 3 - I}, b[2] = {2 - I, I}, out[1];
-  CHECK_OK(gemm(view3(a, TPU_COMPLEX128, 1, 1, 2, 0, 2, 1), view3(b, TPU_COMPLEX128, 1, 2, 1, 0, 1, 1),
-                NULL, view3(out, TPU_COMPLEX128, 1, 1, 1, 0, 1, 1), SCALAR_F(1), SCALAR_F(0)));
+  CHECK_OK(gemm(view3(a, TPU_COMPLEX128, 1, 1, 2, 0, 2, 1),
+                view3(b, TPU_COMPLEX128, 1, 2, 1, 0, 1, 1), NULL,
+                view3(out, TPU_COMPLEX128, 1, 1, 1, 0, 1, 1), SCALAR_F(1), SCALAR_F(0)));
   CHECK(out[0] == (1 + 2 * I) * (2 - I) + (3 - I) * I);
 }
 
@@ -196,8 +200,9 @@ static void check_half(tpu_dtype d, int64_t m, int64_t n, int64_t k) {
       for (int64_t j = 0; j < n; j++)
         b[bi * k * n + j * k + p] = from_f32((float)(bd[p * n + j] = value(p * n + j + 5 * bi)));
     reference(ad, bd, ref, m, n, k);
-    CHECK_OK(gemm(view3(a + bi * m * k, d, 1, m, k, 0, k, 1), view3(b + bi * k * n, d, 1, k, n, 0, 1, k),
-                  NULL, view3(out + bi * m * n, d, 1, m, n, 0, n, 1), SCALAR_F(1), SCALAR_F(0)));
+    CHECK_OK(gemm(view3(a + bi * m * k, d, 1, m, k, 0, k, 1),
+                  view3(b + bi * k * n, d, 1, k, n, 0, 1, k), NULL,
+                  view3(out + bi * m * n, d, 1, m, n, 0, n, 1), SCALAR_F(1), SCALAR_F(0)));
     double err = 0;
     for (int64_t i = 0; i < m * n; i++)
       err = fmax(err, fabs(to_f32(out[bi * m * n + i]) - ref[i]) / (1 + fabs(ref[i])));

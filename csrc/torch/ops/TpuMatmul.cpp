@@ -66,9 +66,15 @@ tpu_tensor column(const at::Tensor& t) {
   return view3(t, 1, t.size(0), 1, 0, t.stride(0), 1);
 }
 
-// Conjugate and negative views are lazy bits the kernel cannot see: materialize them.
+// Negative views are a lazy bit the kernel cannot see: materialize them (conjugate views of A and
+// B are read conjugated by the kernel instead; see conj_flags).
 at::Tensor resolved(const at::Tensor& t) {
-  return t.resolve_conj().resolve_neg();
+  return t.resolve_neg();
+}
+
+// The kernel's scalars[4] bits for conjugate views of A and B.
+int64_t conj_flags(const at::Tensor& a, const at::Tensor& b) {
+  return (a.is_conj() ? TPU_GEMM_CONJ_A : 0) | (b.is_conj() ? TPU_GEMM_CONJ_B : 0);
 }
 
 void check_device(const at::Tensor& out, std::initializer_list<const at::Tensor*> inputs) {
@@ -105,7 +111,7 @@ void set_scalars(tpu_op_call* call, c10::ScalarType type, const at::Scalar& alph
 // out = alpha * a @ b + beta * c over core views; c may be absent.
 void launch_gemm(tpu_op_id op, const at::Tensor& out, const tpu_tensor& a, const tpu_tensor& b,
                  const tpu_tensor* c, const tpu_tensor& out_view, const at::Scalar& alpha,
-                 const at::Scalar& beta) {
+                 const at::Scalar& beta, int64_t conj) {
   if (out.numel() == 0) {
     return;
   }
@@ -117,6 +123,7 @@ void launch_gemm(tpu_op_id op, const at::Tensor& out, const tpu_tensor& a, const
   }
   call->tensors[c ? 3 : 2] = out_view;
   set_scalars(call, out.scalar_type(), alpha, beta);
+  call->scalars[4].i = conj;
   launch(out.device().index(), call);
 }
 
@@ -129,13 +136,14 @@ void mm_kernel(tpu_op_id op, const at::Tensor& self_in, const at::Tensor& a_in,
   check_device(out, {&a_in, &b_in});
   at::Tensor a = resolved(a_in), b = resolved(b_in);
   if (!with_self) {
-    launch_gemm(op, out, matrix(a), matrix(b), nullptr, matrix(out), 1, 0);
+    launch_gemm(op, out, matrix(a), matrix(b), nullptr, matrix(out), 1, 0, conj_flags(a, b));
     return;
   }
   check_device(out, {&self_in});
-  at::Tensor c = resolved(self_in).expand({a.size(0), b.size(1)});
+  at::Tensor c = resolved(self_in).resolve_conj().expand({a.size(0), b.size(1)});
   tpu_tensor c_view = matrix(c);
-  launch_gemm(op, out, matrix(a), matrix(b), &c_view, matrix(out), alpha, beta);
+  launch_gemm(op, out, matrix(a), matrix(b), &c_view, matrix(out), alpha, beta,
+              conj_flags(a, b));
 }
 
 at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2) {
@@ -187,13 +195,15 @@ void bmm_kernel(tpu_op_id op, const at::Tensor& self_in, const at::Tensor& a_in,
   check_device(out, {&a_in, &b_in});
   at::Tensor a = resolved(a_in), b = resolved(b_in);
   if (!with_self) {
-    launch_gemm(op, out, batched(a), batched(b), nullptr, batched(out), 1, 0);
+    launch_gemm(op, out, batched(a), batched(b), nullptr, batched(out), 1, 0,
+                conj_flags(a, b));
     return;
   }
   check_device(out, {&self_in});
-  at::Tensor c = resolved(self_in).expand(out.sizes());
+  at::Tensor c = resolved(self_in).resolve_conj().expand(out.sizes());
   tpu_tensor c_view = batched(c);
-  launch_gemm(op, out, batched(a), batched(b), &c_view, batched(out), alpha, beta);
+  launch_gemm(op, out, batched(a), batched(b), &c_view, batched(out), alpha, beta,
+                conj_flags(a, b));
 }
 
 at::Tensor bmm(const at::Tensor& self, const at::Tensor& mat2) {
@@ -256,13 +266,14 @@ at::Tensor& addbmm_out(const at::Tensor& self, const at::Tensor& b1_in, const at
   check_dtype(out, "addbmm_impl_");
   check_device(out, {&self, &b1_in, &b2_in});
   int64_t m = b1_in.size(1), n = b2_in.size(2);
-  at::Tensor c = resolved(self).expand({m, n});
+  at::Tensor c = resolved(self).resolve_conj().expand({m, n});
   if (!out.is_same(self)) {
     at::native::resize_output(out, {m, n});
   }
   at::Tensor b1 = resolved(b1_in), b2 = resolved(b2_in);
   tpu_tensor c_view = matrix(c);
-  launch_gemm(TPU_OP_ADDBMM, out, batched(b1), batched(b2), &c_view, matrix(out), alpha, beta);
+  launch_gemm(TPU_OP_ADDBMM, out, batched(b1), batched(b2), &c_view, matrix(out), alpha, beta,
+              conj_flags(b1, b2));
   return out;
 }
 
@@ -288,9 +299,10 @@ void addmv_kernel(const at::Tensor& self_in, const at::Tensor& mat_in, const at:
   check_dtype(out, "addmv_impl_cpu");
   check_device(out, {&self_in, &mat_in, &vec_in});
   at::Tensor mat = resolved(mat_in), vec = resolved(vec_in);
-  at::Tensor c = resolved(self_in).expand({mat.size(0)});
+  at::Tensor c = resolved(self_in).resolve_conj().expand({mat.size(0)});
   tpu_tensor c_view = column(c);
-  launch_gemm(TPU_OP_ADDMV, out, matrix(mat), column(vec), &c_view, column(out), alpha, beta);
+  launch_gemm(TPU_OP_ADDMV, out, matrix(mat), column(vec), &c_view, column(out), alpha, beta,
+              conj_flags(mat, vec));
 }
 
 at::Tensor addmv(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec,
@@ -338,7 +350,7 @@ at::Tensor dot_impl(const at::Tensor& a_in, const at::Tensor& b_in) {
   at::Tensor out = at::empty({}, a.options());
   int64_t k = a.numel();
   launch_gemm(TPU_OP_DOT, out, view3(a, 1, 1, k, 0, k, a.stride(0)), column(b), nullptr,
-              view3(out, 1, 1, 1, 0, 1, 1), 1, 0);
+              view3(out, 1, 1, 1, 0, 1, 1), 1, 0, conj_flags(a, b));
   return out;
 }
 

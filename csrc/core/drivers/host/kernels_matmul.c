@@ -2,12 +2,14 @@
  * whole matrices when there are enough batches for the threads, else row or column blocks of each
  * matrix, and the pool runs them. Each tile takes one of three paths:
  *   - BLAS: float32/64 and complex. Operands stored row- or column-major (transposes included)
- *     go to the BLAS as they are; others are copied. C is copied into the output first and the
+ *     go to the BLAS as they are; other layouts, conjugated operands and outputs that share
+ *     memory with an input take the portable path. C is copied into the output first and the
  *     BLAS applies beta, so an in-place addmm reads nothing twice.
  *   - bf16: the packed AVX512-BF16 kernel (kernels_matmul_bf16.c).
  *   - portable: the tile's operands are copied (widened) into contiguous buffers of the
  *     accumulation type, multiplied by the BLAS (float and double) or the built-in loops, and the
  *     epilogue rounds once into the output with alpha, beta and C. */
+#include <complex.h>
 #include <limits.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -76,7 +78,7 @@ static int64_t acc_size(tpu_dtype d) {
 /* Copies rows x cols elements of a strided matrix into a dense row-major buffer of the
  * accumulation type. */
 static void widen(tpu_dtype d, const char *src, int64_t rs, int64_t cs, int64_t rows, int64_t cols,
-                  void *dst) {
+                  bool conjugate, void *dst) {
 #define WIDEN(T, A, CONV)                                                                          \
   for (int64_t i = 0; i < rows; i++) {                                                             \
     const T *s = (const T *)src + i * rs;                                                          \
@@ -92,8 +94,16 @@ static void widen(tpu_dtype d, const char *src, int64_t rs, int64_t cs, int64_t 
   case TPU_BFLOAT16: WIDEN(uint16_t, float, tpu_bf16_to_f32)
   case TPU_FLOAT16: WIDEN(uint16_t, float, tpu_f16_to_f32)
   case TPU_FLOAT64: WIDEN(double, double, AS_IS)
-  case TPU_COMPLEX64: WIDEN(float _Complex, float _Complex, AS_IS)
-  case TPU_COMPLEX128: WIDEN(double _Complex, double _Complex, AS_IS)
+  case TPU_COMPLEX64:
+    if (conjugate) {
+      WIDEN(float _Complex, float _Complex, conjf)
+    }
+    WIDEN(float _Complex, float _Complex, AS_IS)
+  case TPU_COMPLEX128:
+    if (conjugate) {
+      WIDEN(double _Complex, double _Complex, conj)
+    }
+    WIDEN(double _Complex, double _Complex, AS_IS)
   case TPU_UINT8: WIDEN(uint8_t, uint64_t, AS_U64)
   case TPU_INT8: WIDEN(int8_t, uint64_t, AS_U64)
   case TPU_INT16: WIDEN(int16_t, uint64_t, AS_U64)
@@ -108,7 +118,8 @@ static void widen(tpu_dtype d, const char *src, int64_t rs, int64_t cs, int64_t 
  * vector loop; clones for AVX-512 and AVX2 are picked at run time. */
 #define BUILTIN_GEMM(NAME, T)                                                                      \
   __attribute__((target_clones("avx512f", "avx2", "default"))) static void NAME(                   \
-      int64_t m, int64_t n, int64_t k, const T *restrict a, const T *restrict b, T *restrict acc) { \
+      int64_t m, int64_t n, int64_t k, const T *restrict a, const T *restrict b,                   \
+      T *restrict acc) {                                                                           \
     for (int64_t i = 0; i < m; i++)                                                                \
       for (int64_t p = 0; p < k; p++) {                                                            \
         T av = a[i * k + p];                                                                       \
@@ -183,9 +194,9 @@ static tpu_status portable_tile(const gemm_job *j, const tpu_blas *blas, int64_t
   int64_t b0 = j->sum_batches ? 0 : bo, b1 = j->sum_batches ? j->batch : bo + 1;
   for (int64_t bi = b0; bi < b1 && k > 0; bi++) {
     widen(j->dtype, j->a.data + (bi * j->a.bs + m0 * j->a.rs) * j->elsize, j->a.rs, j->a.cs, mt,
-          k, a);
+          k, j->conj_a, a);
     widen(j->dtype, j->b.data + (bi * j->b.bs + n0 * j->b.cs) * j->elsize, j->b.rs, j->b.cs, k,
-          nt, b);
+          nt, j->conj_b, b);
     multiply(j, blas, mt, nt, a, b, acc);
   }
   tpu_gemm_store(j, bo, acc, nt, m0, mt, n0, nt);
@@ -225,7 +236,8 @@ typedef struct blas_plan {
 
 static blas_plan plan_blas(const gemm_job *j, const tpu_blas *blas, bool aliased) {
   blas_plan p = {0};
-  if (!blas || aliased || j->k == 0 || !fits_int(j->m) || !fits_int(j->n) || !fits_int(j->k))
+  if (!blas || aliased || j->conj_a || j->conj_b || j->k == 0 || !fits_int(j->m) ||
+      !fits_int(j->n) || !fits_int(j->k))
     return p;
   bool has_routine = (j->dtype == TPU_FLOAT32 && blas->sgemm) ||
                      (j->dtype == TPU_FLOAT64 && blas->dgemm) ||
@@ -241,7 +253,9 @@ static blas_plan plan_blas(const gemm_job *j, const tpu_blas *blas, bool aliased
   return p;
 }
 
-static int flip(int trans) { return trans == TPU_CBLAS_TRANS ? TPU_CBLAS_NO_TRANS : TPU_CBLAS_TRANS; }
+static int flip(int trans) {
+  return trans == TPU_CBLAS_TRANS ? TPU_CBLAS_NO_TRANS : TPU_CBLAS_TRANS;
+}
 
 /* One BLAS call: out_tile = alpha * a_tile @ b_tile + beta * out_tile. */
 static void blas_call(const gemm_job *j, const tpu_blas *blas, const blas_plan *p, int64_t mt,
@@ -393,14 +407,16 @@ tpu_status tpu_kernel_gemm(const tpu_op_call *call) {
   if (m == 0 || n == 0 || (batch == 0 && !sum))
     return TPU_OK;
 
-  bool complex = tpu_dtype_is_complex(d), integer = !complex && !tpu_dtype_is_floating(d);
+  bool is_complex = tpu_dtype_is_complex(d), integer = !is_complex && !tpu_dtype_is_floating(d);
   gemm_job j = {
       .dtype = d, .elsize = (int64_t)tpu_dtype_size(d), .batch = batch, .m = m, .n = n, .k = k,
       .sum_batches = sum, .a = view_of(a), .b = view_of(b), .out = view_of(out),
       .alpha = call->scalars[0], .beta = call->scalars[1], .alpha_im = call->scalars[2],
       .beta_im = call->scalars[3],
+      .conj_a = is_complex && (call->scalars[4].i & TPU_GEMM_CONJ_A),
+      .conj_b = is_complex && (call->scalars[4].i & TPU_GEMM_CONJ_B),
   };
-  bool beta_zero = integer ? j.beta.i == 0 : j.beta.f == 0 && (!complex || j.beta_im.f == 0);
+  bool beta_zero = integer ? j.beta.i == 0 : j.beta.f == 0 && (!is_complex || j.beta_im.f == 0);
   j.has_c = c && !beta_zero;
   if (j.has_c)
     j.c = view_of(c);

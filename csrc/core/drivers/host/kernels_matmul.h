@@ -5,8 +5,9 @@
  * [batch, K, N], optionally tensors[2] = C [batch, M, N] (any strides, 0 for broadcast), then the
  * output [batch, M, N], or [1, M, N] to sum the batches (addbmm). All share one dtype. scalars[0] =
  * alpha, scalars[1] = beta (.i for integer dtypes, .f otherwise), scalars[2] and [3] = their
- * imaginary parts for complex dtypes. With beta == 0 (or no C) C is never read, so its NaNs do
- * not propagate, as in BLAS.
+ * imaginary parts for complex dtypes; scalars[4].i holds TPU_GEMM_CONJ_A / _B to read A / B
+ * conjugated (PyTorch's lazy conj views). With beta == 0 (or no C) C is never read, so its NaNs
+ * do not propagate, as in BLAS.
  *
  * fp32, fp64 and complex go through a BLAS loaded at run time (OpenBLAS, single-threaded: the work
  * is split over the core's own pool); bf16 uses an AVX512-BF16 packed kernel where the CPU has
@@ -39,6 +40,9 @@ typedef struct tpu_blas {
   tpu_cblas_xgemm_fn zgemm; /* NULL: complex128 runs on the built-in kernel */
   const char *name;         /* e.g. OpenBLAS's configuration string */
 } tpu_blas;
+
+/* Bits of scalars[4].i. */
+enum { TPU_GEMM_CONJ_A = 1, TPU_GEMM_CONJ_B = 2 };
 
 /* CBLAS constants. */
 enum { TPU_CBLAS_ROW_MAJOR = 101, TPU_CBLAS_NO_TRANS = 111, TPU_CBLAS_TRANS = 112 };

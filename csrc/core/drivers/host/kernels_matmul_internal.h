@@ -22,6 +22,7 @@ typedef struct gemm_job {
   int64_t batch, m, n, k;
   bool sum_batches; /* out has one batch: the sum over A and B's batches (addbmm) */
   bool has_c;       /* C is read: present and beta != 0 */
+  bool conj_a, conj_b; /* complex operands read conjugated (PyTorch's lazy conj views) */
   gemm_view a, b, c, out;
   tpu_scalar alpha, beta, alpha_im, beta_im;
 } gemm_job;
