@@ -341,7 +341,7 @@ def test_meta_strides_and_dtypes() -> None:
         assert got.dtype == meta.dtype
 
 
-def raises_like_cpu(fn: Callable[..., object], *cpu_args: torch.Tensor) -> None:
+def raises_like_cpu(fn: Callable[..., object], *cpu_args: torch.Tensor) -> tuple[str, str]:
     with pytest.raises(Exception) as cpu_err:
         fn(*cpu_args)
     with pytest.raises(cpu_err.type) as tpu_err:

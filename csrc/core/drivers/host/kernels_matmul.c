@@ -5,7 +5,8 @@
  *     go to the BLAS as they are; other layouts, conjugated operands and outputs that share
  *     memory with an input take the portable path. C is copied into the output first and the
  *     BLAS applies beta, so an in-place addmm reads nothing twice.
- *   - bf16: the packed AVX512-BF16 kernel (kernels_matmul_bf16.c).
+ *   - bf16: the packed AVX512-BF16 kernel (kernels_matmul_bf16.c), which splits the job its own
+ *     way.
  *   - portable: the tile's operands are copied (widened) into contiguous buffers of the
  *     accumulation type, multiplied by the BLAS (float and double) or the built-in loops, and the
  *     epilogue rounds once into the output with alpha, beta and C. */
@@ -332,7 +333,6 @@ typedef struct gemm_split {
   const gemm_job *job;
   const tpu_blas *blas;
   blas_plan plan;
-  bool bf16;
   int64_t tiles_m, tiles_n, tm, tn; /* tiles per matrix and their sizes */
   _Atomic tpu_status status;
 } gemm_split;
@@ -350,8 +350,6 @@ static void run_tiles(int64_t begin, int64_t end, int chunk, void *ctx) {
       blas_tile(j, s->blas, &s->plan, bo, m0, m1, n0, n1);
       continue;
     }
-    if (s->bf16 && tpu_gemm_bf16_tile(j, bo, m0, m1, n0, n1))
-      continue;
     tpu_status st = portable_tile(j, s->blas, bo, m0, m1, n0, n1);
     if (st != TPU_OK) {
       tpu_status ok = TPU_OK;
@@ -362,7 +360,8 @@ static void run_tiles(int64_t begin, int64_t end, int chunk, void *ctx) {
 
 static int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
-/* Cuts the job into about one tile per thread when the batches alone cannot feed the threads. */
+/* Cuts the job into one tile per thread when the batches alone cannot feed the threads: BLAS calls
+ * on quiet cores take equal times, and fewer tiles pack fewer copies of the operands. */
 static void choose_tiles(gemm_split *s) {
   const gemm_job *j = s->job;
   int64_t outputs = j->sum_batches ? 1 : j->batch;
@@ -374,7 +373,7 @@ static void choose_tiles(gemm_split *s) {
   if (threads == 1 || outputs >= threads || work < GEMM_SERIAL_WORK)
     return;
   int64_t want = (threads + outputs - 1) / outputs;
-  /* Split the longer side, in blocks that keep the kernels' register tiles whole. */
+  /* Split the longer side, in blocks that keep the BLAS's register tiles whole. */
   if (j->m >= j->n) {
     s->tm = round_up((j->m + want - 1) / want, 48);
     s->tiles_m = (j->m + s->tm - 1) / s->tm;
@@ -428,7 +427,8 @@ tpu_status tpu_kernel_gemm(const tpu_op_call *call) {
   bool aliased = j.k > 0 && (overlaps(&j, &j.a, m, k) || overlaps(&j, &j.b, k, n));
   gemm_split s = {.job = &j, .blas = tpu_matmul_blas()};
   s.plan = plan_blas(&j, s.blas, aliased);
-  s.bf16 = d == TPU_BFLOAT16 && j.k > 0 && !aliased && tpu_matmul_has_bf16_kernel();
+  if (d == TPU_BFLOAT16 && j.k > 0 && !aliased && tpu_gemm_bf16(&j))
+    return TPU_OK;
   atomic_init(&s.status, TPU_OK);
   choose_tiles(&s);
   int64_t items = (sum ? 1 : batch) * s.tiles_m * s.tiles_n;

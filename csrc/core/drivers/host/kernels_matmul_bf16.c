@@ -1,23 +1,25 @@
 /* bf16 GEMM with AVX512-BF16: vdpbf16ps multiplies pairs of bf16 and adds both products into
- * fp32 lanes, so operands are packed in pairs along K. B (the tile's columns, all of K) is packed
- * once into strips of NR columns, [k pair][NR] 32-bit pairs; A, one block of MC rows by KC at a
- * time, into strips of MR rows, [k pair][MR]. The micro-kernel keeps an MR x NR fp32 tile in
+ * fp32 lanes, so operands are packed in pairs along K. B is packed once, by all threads, into
+ * strips of NR columns, [k pair][NR] 32-bit pairs; then each thread claims blocks of MC rows,
+ * packing A one KC block at a time into strips of MR rows, [k pair][MR]. The micro-kernel keeps an MR x NR fp32 tile in
  * registers (24 of the 32 zmm), broadcasting one A pair against two zmm of B per row. K beyond
  * one KC block (or summed batches) accumulates in an fp32 workspace; the last block goes through
  * the common epilogue, which applies alpha, beta and C and rounds once to bf16.
  *
  * Only this file uses AVX-512 instructions, behind the target attribute; the rest of the build is
  * baseline x86-64, and tpu_matmul_has_bf16_kernel checks the CPU at run time. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "drivers/host/kernels_matmul.h"
 #include "drivers/host/kernels_matmul_internal.h"
+#include "exec/tpu_pool.h"
 
 #define MR 12
 #define NR 32
 #define KC 512 /* k elements per block: the B micro-panel (KC x NR bf16) stays in L1/L2 */
-#define MC 192 /* rows per A block: MC x KC bf16 stays in L2 */
+#define MC 96  /* rows per A block (an item): MC x KC bf16 stays in L2; small for load balance */
 
 static bool disabled;
 
@@ -85,73 +87,116 @@ AVX512BF16 static void micro(int64_t kp, const uint32_t *restrict a, const uint3
   }
 }
 
-bool tpu_gemm_bf16_tile(const gemm_job *j, int64_t bo, int64_t m0, int64_t m1, int64_t n0,
-                        int64_t n1) {
-  if (!tpu_matmul_has_bf16_kernel())
-    return false;
-  int64_t mt = m1 - m0, nt = n1 - n0, k = j->k, kpt = (k + 1) / 2;
-  int64_t nstrips = (nt + NR - 1) / NR, blocks = (k + KC - 1) / KC;
-  int64_t b0 = j->sum_batches ? 0 : bo, b1 = j->sum_batches ? j->batch : bo + 1;
-  /* Partial sums live in the workspace between K blocks: one A block's rows, or the whole tile
-   * when batches are summed (all of a batch's blocks run before the next batch's B is packed). */
-  bool partial = blocks > 1 || b1 - b0 > 1;
-  int64_t ws_rows = j->sum_batches ? (mt + MR - 1) / MR * MR : MC, ws_ld = nstrips * NR;
-  uint32_t *bp = malloc((size_t)(nstrips * NR * kpt) * 4);
-  uint32_t *ap = malloc((size_t)(MC * (KC / 2)) * 4);
-  float *ws = partial ? malloc((size_t)(ws_rows * ws_ld) * 4) : NULL;
-  if (!bp || !ap || (partial && !ws)) {
-    free(bp);
-    free(ap);
-    free(ws);
-    return false;
+/* The job after B is packed: items are (output batch, block of MC rows, group of B strips),
+ * claimed dynamically by the pool's threads. Every output element is computed by one item in a
+ * fixed order, so the results do not depend on which thread runs what. */
+typedef struct bf16_job {
+  const gemm_job *j;
+  const uint32_t *bp; /* per B batch: [strip][k pair][NR] */
+  int64_t kpt, nstrips, blocks, mblocks, groups, items, b_batches;
+  _Atomic int64_t next;
+  atomic_bool failed;
+} bf16_job;
+
+static void pack_b(int64_t begin, int64_t end, int chunk, void *ctx) {
+  (void)chunk;
+  const bf16_job *q = ctx;
+  const gemm_job *j = q->j;
+  int64_t nt = j->n, k = j->k;
+  for (int64_t t = begin; t < end; t++) {
+    int64_t bi = t / q->nstrips, s = t % q->nstrips;
+    int64_t cols = nt - s * NR < NR ? nt - s * NR : NR;
+    const uint16_t *b = (const uint16_t *)j->b.data + bi * j->b.bs + s * NR * j->b.cs;
+    uint32_t *dst = (uint32_t *)q->bp + (bi * q->nstrips + s) * q->kpt * NR;
+    /* B^T is an [n, k] matrix: rows step by cs, k by rs. One KC block after another. */
+    for (int64_t k0 = 0; k0 < k; k0 += KC)
+      pack(b, j->b.cs, j->b.rs, cols, k0, k - k0 < KC ? k - k0 : KC, k, NR, dst + k0 / 2 * NR);
   }
+}
+
+/* One item: rows [ic, ic + mc) by strips [s0, s1) of output batch bo. */
+static void run_item(const bf16_job *q, int64_t bo, int64_t ic, int64_t s0, int64_t s1,
+                     uint32_t *ap, float *ws) {
+  const gemm_job *j = q->j;
+  int64_t k = j->k, mc = j->m - ic < MC ? j->m - ic : MC, mstrips = (mc + MR - 1) / MR;
+  int64_t b0 = j->sum_batches ? 0 : bo, b1 = j->sum_batches ? j->batch : bo + 1;
+  int64_t ws_ld = (s1 - s0) * NR;
   float tile[MR * NR];
   for (int64_t bi = b0; bi < b1; bi++) {
-    const uint16_t *a = (const uint16_t *)j->a.data + bi * j->a.bs + m0 * j->a.rs;
-    const uint16_t *b = (const uint16_t *)j->b.data + bi * j->b.bs + n0 * j->b.cs;
-    /* B^T is a [nt, k] matrix: rows step by cs, k by rs. Pack per KC block, strip-major. */
-    for (int64_t pc = 0; pc < blocks; pc++) {
-      int64_t k0 = pc * KC, kc = k - k0 < KC ? k - k0 : KC;
-      for (int64_t s = 0; s < nstrips; s++) {
-        int64_t cols = nt - s * NR < NR ? nt - s * NR : NR;
-        pack(b + s * NR * j->b.cs, j->b.cs, j->b.rs, cols, k0, kc, k, NR,
-             bp + (s * kpt + k0 / 2) * NR);
-      }
-    }
-    for (int64_t ic = 0; ic < mt; ic += MC) {
-      int64_t mc = mt - ic < MC ? mt - ic : MC, mstrips = (mc + MR - 1) / MR;
-      float *wrow = ws ? ws + (j->sum_batches ? ic : 0) * ws_ld : NULL;
-      for (int64_t pc = 0; pc < blocks; pc++) {
-        int64_t k0 = pc * KC, kc = k - k0 < KC ? k - k0 : KC, kp = (kc + 1) / 2;
-        bool first = bi == b0 && pc == 0, last = bi == b1 - 1 && pc == blocks - 1;
-        pack(a + ic * j->a.rs, j->a.rs, j->a.cs, mc, k0, kc, k, MR, ap);
-        for (int64_t s = 0; s < nstrips; s++) {
-          const uint32_t *bs = bp + (s * kpt + k0 / 2) * NR;
-          for (int64_t r = 0; r < mstrips; r++) {
-            float *w = wrow ? wrow + r * MR * ws_ld + s * NR : NULL;
-            micro(kp, ap + r * kp * MR, bs, first ? NULL : w, ws_ld, last ? tile : w,
-                  last ? NR : ws_ld);
-            if (last) {
-              int64_t rows = mc - r * MR < MR ? mc - r * MR : MR;
-              int64_t cols = nt - s * NR < NR ? nt - s * NR : NR;
-              tpu_gemm_store(j, bo, tile, NR, m0 + ic + r * MR, rows, n0 + s * NR, cols);
-            }
+    const uint16_t *a = (const uint16_t *)j->a.data + bi * j->a.bs + ic * j->a.rs;
+    const uint32_t *bp = q->bp + (q->b_batches > 1 ? bi : 0) * q->nstrips * q->kpt * NR;
+    for (int64_t pc = 0; pc < q->blocks; pc++) {
+      int64_t k0 = pc * KC, kc = k - k0 < KC ? k - k0 : KC, kp = (kc + 1) / 2;
+      bool first = bi == b0 && pc == 0, last = bi == b1 - 1 && pc == q->blocks - 1;
+      pack(a, j->a.rs, j->a.cs, mc, k0, kc, k, MR, ap);
+      for (int64_t s = s0; s < s1; s++) {
+        const uint32_t *bs = bp + (s * q->kpt + k0 / 2) * NR;
+        for (int64_t r = 0; r < mstrips; r++) {
+          float *w = ws + r * MR * ws_ld + (s - s0) * NR;
+          micro(kp, ap + r * kp * MR, bs, first ? NULL : w, ws_ld, last ? tile : w,
+                last ? NR : ws_ld);
+          if (last) {
+            int64_t rows = mc - r * MR < MR ? mc - r * MR : MR;
+            int64_t cols = j->n - s * NR < NR ? j->n - s * NR : NR;
+            tpu_gemm_store(j, bo, tile, NR, ic + r * MR, rows, s * NR, cols);
           }
         }
       }
     }
   }
-  free(bp);
+}
+
+static void run_items(int64_t begin, int64_t end, int chunk, void *ctx) {
+  (void)begin, (void)end, (void)chunk;
+  bf16_job *q = ctx;
+  uint32_t *ap = malloc((size_t)(MC * (KC / 2)) * 4);
+  float *ws = malloc((size_t)(MC * q->nstrips * NR) * 4);
+  if (!ap || !ws) {
+    atomic_store(&q->failed, true);
+  } else {
+    int64_t per_batch = q->mblocks * q->groups;
+    for (int64_t item; (item = atomic_fetch_add(&q->next, 1)) < q->items;) {
+      int64_t bo = item / per_batch, t = item % per_batch, g = t % q->groups;
+      run_item(q, bo, (t / q->groups) * MC, q->nstrips * g / q->groups,
+               q->nstrips * (g + 1) / q->groups, ap, ws);
+    }
+  }
   free(ap);
   free(ws);
-  return true;
+}
+
+bool tpu_gemm_bf16(const gemm_job *j) {
+  if (!tpu_matmul_has_bf16_kernel())
+    return false;
+  bf16_job q = {.j = j, .kpt = (j->k + 1) / 2, .nstrips = (j->n + NR - 1) / NR,
+                .blocks = (j->k + KC - 1) / KC, .mblocks = (j->m + MC - 1) / MC,
+                .b_batches = j->b.bs == 0 ? 1 : j->batch};
+  int64_t outputs = j->sum_batches ? 1 : j->batch;
+  /* Enough items to keep every thread busy to the end: split the columns when rows are few. */
+  int64_t want = 4 * (int64_t)tpu_pool_threads(), have = outputs * q.mblocks;
+  q.groups = have >= want ? 1 : (want + have - 1) / have;
+  if (q.groups > q.nstrips)
+    q.groups = q.nstrips;
+  q.items = have * q.groups;
+  uint32_t *bp = malloc((size_t)(q.b_batches * q.nstrips * q.kpt * NR) * 4);
+  if (!bp)
+    return false;
+  q.bp = bp;
+  atomic_init(&q.next, 0);
+  atomic_init(&q.failed, false);
+  tpu_parallel_for(q.b_batches * q.nstrips, 8, pack_b, &q);
+  int64_t threads = tpu_pool_threads() < q.items ? tpu_pool_threads() : q.items;
+  /* One chunk per thread; the chunks share the items through q.next. */
+  tpu_parallel_for(threads, 1, run_items, &q);
+  free(bp);
+  /* Items left unclaimed after a failed allocation: the caller reruns the whole job portably. */
+  return !atomic_load(&q.failed);
 }
 
 #else
 
-bool tpu_gemm_bf16_tile(const gemm_job *j, int64_t bo, int64_t m0, int64_t m1, int64_t n0,
-                        int64_t n1) {
-  (void)j, (void)bo, (void)m0, (void)m1, (void)n0, (void)n1;
+bool tpu_gemm_bf16(const gemm_job *j) {
+  (void)j;
   return false;
 }
 

@@ -33,10 +33,8 @@ typedef struct gemm_job {
 void tpu_gemm_store(const gemm_job *job, int64_t bo, const void *acc, int64_t ld, int64_t m0,
                     int64_t mt, int64_t n0, int64_t nt);
 
-/* The AVX512-BF16 path: computes the bf16 tile rows [m0, m1) x columns [n0, n1) of output batch
- * bo (summing the batches when job->sum_batches) and stores it. False when the CPU lacks
- * AVX512-BF16 or memory runs out (the caller then takes the portable path). */
-bool tpu_gemm_bf16_tile(const gemm_job *job, int64_t bo, int64_t m0, int64_t m1, int64_t n0,
-                        int64_t n1);
+/* The AVX512-BF16 path: runs the whole bf16 job over the pool. False when the CPU lacks
+ * AVX512-BF16 or memory runs out (the caller then runs the portable path). */
+bool tpu_gemm_bf16(const gemm_job *job);
 
 #endif
