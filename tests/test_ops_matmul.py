@@ -361,9 +361,16 @@ def test_errors() -> None:
     raises_like_cpu(torch.mm, make(2, 3).bool(), make(3, 2).bool())
     raises_like_cpu(lambda c, a, b: torch.addmm(c, a, b), make(4, 4), f, make(3, 2))
     raises_like_cpu(lambda c, a, b: torch.addbmm(c, a, b), make(2, 2), make(2, 2, 3), make(3, 3, 2))
-    raises_like_cpu(torch.dot, make(3), make(4))
-    raises_like_cpu(torch.dot, make(3), make(3, dtype=torch.float64))
-    raises_like_cpu(torch.dot, make(3, 1), make(3))
+    # Hand-written checks (ops without a structured meta): CPU's messages too.
+    for fn, args in [
+        (torch.dot, (make(3), make(4))),
+        (torch.dot, (make(3), make(3, dtype=torch.float64))),
+        (torch.dot, (make(3, 1), make(3))),
+        (torch.addbmm, (make(2, 2), make(1, 2, 2, dtype=torch.float64), make(1, 2, 2))),
+        (torch.addbmm, (make(2, 2), make(1, 2, 2, dtype=torch.float64), make(1, 2, 2).double())),
+    ]:
+        cpu_msg, tpu_msg = raises_like_cpu(fn, *args)
+        assert cpu_msg == tpu_msg
     raises_like_cpu(torch.mv, make(3, 4), make(3))
     raises_like_cpu(torch.matmul, make(2, 3, 4), make(2, 5, 4))
     with pytest.raises(RuntimeError, match="same device"):

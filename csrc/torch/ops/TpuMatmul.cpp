@@ -257,12 +257,15 @@ at::Tensor& addbmm_out(const at::Tensor& self, const at::Tensor& b1_in, const at
               b2_in.size(0));
   TORCH_CHECK(b1_in.size(2) == b2_in.size(1), "Incompatible matrix sizes for bmm (",
               b1_in.size(1), "x", b1_in.size(2), " and ", b2_in.size(1), "x", b2_in.size(2), ")");
-  TORCH_CHECK(self.scalar_type() == b1_in.scalar_type() &&
-                  b1_in.scalar_type() == b2_in.scalar_type() &&
-                  out.scalar_type() == self.scalar_type(),
-              "expected self, batch1, batch2 and out to have the same dtype, but got ",
-              self.scalar_type(), ", ", b1_in.scalar_type(), ", ", b2_in.scalar_type(), " and ",
-              out.scalar_type());
+  // CPU's addbmm runs addmm_ on out per batch: its dtype checks, in its order.
+  TORCH_CHECK(b1_in.scalar_type() == b2_in.scalar_type(),
+              "mat1 and mat2 must have the same dtype, but got ", b1_in.scalar_type(), " and ",
+              b2_in.scalar_type());
+  for (const at::Tensor* t : {&self, static_cast<const at::Tensor*>(&out)}) {
+    TORCH_CHECK(t->scalar_type() == b2_in.scalar_type(),
+                "self and mat2 must have the same dtype, but got ", t->scalar_type(), " and ",
+                b2_in.scalar_type());
+  }
   check_dtype(out, "addbmm_impl_");
   check_device(out, {&self, &b1_in, &b2_in});
   int64_t m = b1_in.size(1), n = b2_in.size(2);

@@ -61,9 +61,20 @@ static void pack(const uint16_t *src, int64_t rs, int64_t ks, int64_t rows, int6
   }
 }
 
-/* c[MR][NR] (ld ldc) = cin (or 0) + A strip @ B strip over kp pairs. */
+/* Where the micro-kernel puts its tile: fp32 rows (a workspace, or a tile for the epilogue), or,
+ * for the last K block of an output with unit column stride and no C, the output itself: rows x
+ * cols of alpha * acc rounded to bf16 by vcvtne2ps2bf16 (nearest even, as PyTorch's oneDNN). */
+typedef struct tile_out {
+  float *f32;
+  uint16_t *bf16;
+  int64_t ld;
+  int rows, cols;
+  float alpha;
+} tile_out;
+
+/* tile = cin (or 0) + A strip @ B strip over kp pairs. */
 AVX512BF16 static void micro(int64_t kp, const uint32_t *restrict a, const uint32_t *restrict b,
-                             const float *cin, int64_t ldin, float *cout, int64_t ldout) {
+                             const float *cin, int64_t ldin, const tile_out *o) {
   __m512 c[MR][2];
 #pragma GCC unroll 12
   for (int r = 0; r < MR; r++) {
@@ -80,10 +91,23 @@ AVX512BF16 static void micro(int64_t kp, const uint32_t *restrict a, const uint3
       c[r][1] = _mm512_dpbf16_ps(c[r][1], av, b1);
     }
   }
+  if (o->f32) {
+#pragma GCC unroll 12
+    for (int r = 0; r < MR; r++) {
+      _mm512_storeu_ps(o->f32 + r * o->ld, c[r][0]);
+      _mm512_storeu_ps(o->f32 + r * o->ld + 16, c[r][1]);
+    }
+    return;
+  }
+  __m512 alpha = _mm512_set1_ps(o->alpha);
+  __mmask32 cols = o->cols == NR ? ~(__mmask32)0 : ((__mmask32)1 << o->cols) - 1;
 #pragma GCC unroll 12
   for (int r = 0; r < MR; r++) {
-    _mm512_storeu_ps(cout + r * ldout, c[r][0]);
-    _mm512_storeu_ps(cout + r * ldout + 16, c[r][1]);
+    if (r < o->rows) {
+      __m512bh v = _mm512_cvtne2ps_pbh(_mm512_mul_ps(c[r][1], alpha),
+                                       _mm512_mul_ps(c[r][0], alpha));
+      _mm512_mask_storeu_epi16(o->bf16 + r * o->ld, cols, (__m512i)v);
+    }
   }
 }
 
@@ -121,6 +145,7 @@ static void run_item(const bf16_job *q, int64_t bo, int64_t ic, int64_t s0, int6
   int64_t k = j->k, mc = j->m - ic < MC ? j->m - ic : MC, mstrips = (mc + MR - 1) / MR;
   int64_t b0 = j->sum_batches ? 0 : bo, b1 = j->sum_batches ? j->batch : bo + 1;
   int64_t ws_ld = (s1 - s0) * NR;
+  bool direct = j->out.cs == 1 && !j->has_c;
   float tile[MR * NR];
   for (int64_t bi = b0; bi < b1; bi++) {
     const uint16_t *a = (const uint16_t *)j->a.data + bi * j->a.bs + ic * j->a.rs;
@@ -133,13 +158,22 @@ static void run_item(const bf16_job *q, int64_t bo, int64_t ic, int64_t s0, int6
         const uint32_t *bs = bp + (s * q->kpt + k0 / 2) * NR;
         for (int64_t r = 0; r < mstrips; r++) {
           float *w = ws + r * MR * ws_ld + (s - s0) * NR;
-          micro(kp, ap + r * kp * MR, bs, first ? NULL : w, ws_ld, last ? tile : w,
-                last ? NR : ws_ld);
-          if (last) {
-            int64_t rows = mc - r * MR < MR ? mc - r * MR : MR;
-            int64_t cols = j->n - s * NR < NR ? j->n - s * NR : NR;
-            tpu_gemm_store(j, bo, tile, NR, ic + r * MR, rows, s * NR, cols);
+          int64_t rows = mc - r * MR < MR ? mc - r * MR : MR;
+          int64_t cols = j->n - s * NR < NR ? j->n - s * NR : NR;
+          int64_t m0 = ic + r * MR, n0 = s * NR;
+          tile_out o = {.f32 = w, .ld = ws_ld, .rows = (int)rows, .cols = (int)cols,
+                        .alpha = (float)j->alpha.f};
+          if (last && direct) {
+            o.f32 = NULL;
+            o.bf16 = (uint16_t *)j->out.data + bo * j->out.bs + m0 * j->out.rs + n0;
+            o.ld = j->out.rs;
+          } else if (last) {
+            o.f32 = tile;
+            o.ld = NR;
           }
+          micro(kp, ap + r * kp * MR, bs, first ? NULL : w, ws_ld, &o);
+          if (last && !direct)
+            tpu_gemm_store(j, bo, tile, NR, m0, rows, n0, cols);
         }
       }
     }
