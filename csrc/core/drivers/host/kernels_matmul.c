@@ -373,12 +373,13 @@ static void choose_tiles(gemm_split *s) {
   if (threads == 1 || outputs >= threads || work < GEMM_SERIAL_WORK)
     return;
   int64_t want = (threads + outputs - 1) / outputs;
-  /* Split the longer side, in blocks that keep the BLAS's register tiles whole. */
+  /* Split the longer side, in multiples of 16 rows or columns: whole register tiles of the BLAS
+   * and whole cache lines of the output. */
   if (j->m >= j->n) {
-    s->tm = round_up((j->m + want - 1) / want, 48);
+    s->tm = round_up((j->m + want - 1) / want, 16);
     s->tiles_m = (j->m + s->tm - 1) / s->tm;
   } else {
-    s->tn = round_up((j->n + want - 1) / want, 64);
+    s->tn = round_up((j->n + want - 1) / want, 16);
     s->tiles_n = (j->n + s->tn - 1) / s->tn;
   }
 }

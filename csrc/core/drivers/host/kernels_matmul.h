@@ -12,7 +12,11 @@
  * fp32, fp64 and complex go through a BLAS loaded at run time (OpenBLAS, single-threaded: the work
  * is split over the core's own pool); bf16 uses an AVX512-BF16 packed kernel where the CPU has
  * one; fp16, and bf16 elsewhere, are widened to fp32. Every product accumulates in fp32 or wider
- * and is rounded once. Without a BLAS a built-in blocked kernel computes the same results. */
+ * and is rounded once. Without a BLAS a built-in blocked kernel computes the same results.
+ *
+ * float32 is always true fp32 (sgemm), whatever torch.get_float32_matmul_precision() says:
+ * "highest" forbids reduced precision, and "high"/"medium" only permit it; bf16 passes would
+ * trade accuracy for at most the 2x of vdpbf16ps over fp32 FMA here, so they are left out. */
 #ifndef TPU_KERNELS_MATMUL_H
 #define TPU_KERNELS_MATMUL_H
 
