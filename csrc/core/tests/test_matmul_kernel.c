@@ -74,6 +74,14 @@ static void check_f32_layouts(int64_t m, int64_t n, int64_t k, bool ta, bool tb,
   free(a), free(b), free(out), free(ad), free(bd), free(ref), free(al), free(bl);
 }
 
+/* A library that cannot be opened leaves the built-in kernels in charge. */
+static void test_missing_library(void) {
+  tpu_matmul_set_blas_path("/nonexistent/libopenblas.so");
+  CHECK(tpu_matmul_blas() == NULL);
+  check_f32_layouts(9, 8, 7, true, false, false);
+  tpu_matmul_set_blas_path(NULL);
+}
+
 static void test_f32_builtin(void) {
   tpu_matmul_set_blas(NULL);
   for (int t = 0; t < 8; t++)
@@ -240,6 +248,7 @@ static void test_errors(void) {
 }
 
 int main(void) {
+  RUN_TEST(test_missing_library);
   RUN_TEST(test_f32_builtin);
   RUN_TEST(test_blas_dispatch);
   RUN_TEST(test_alpha_beta);
