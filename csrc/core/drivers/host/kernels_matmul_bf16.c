@@ -42,19 +42,43 @@ static inline uint32_t pair(const uint16_t *p, int64_t step, bool has_second) {
   return (uint32_t)p[0] | (has_second ? (uint32_t)p[step] << 16 : 0u);
 }
 
-/* Packs rows [r0, r0 + rows) (zero padded to whole strips) by k in [k0, k0 + kc) of a matrix with
+/* Packs rows [0, rows) (zero padded to whole strips) by k in [k0, k0 + kc) of a matrix with
  * element strides rs (between rows) and ks (along k): dst[strip][k pair][width]. A uses it with
- * width MR; B, read as its transpose, with width NR. */
-static void pack(const uint16_t *src, int64_t rs, int64_t ks, int64_t rows, int64_t k0,
-                 int64_t kc, int64_t k, int width, uint32_t *dst) {
+ * width MR; B, read as its transpose, with width NR. Whole strips of the two dense layouts have
+ * loops of their own (one 32-bit copy per pair along k, or two rows widened and interleaved 16
+ * lanes at a time); the rest, edges and odd strides, go element by element. */
+AVX512BF16 static inline void pack(const uint16_t *src, int64_t rs, int64_t ks, int64_t rows,
+                                   int64_t k0, int64_t kc, int64_t k, int width, uint32_t *dst) {
   int64_t kp = (kc + 1) / 2, strips = (rows + width - 1) / width;
+  int64_t whole = (k - k0) / 2 < kp ? (k - k0) / 2 : kp; /* pairs with both elements */
   for (int64_t s = 0; s < strips; s++) {
-    uint32_t *d = dst + s * kp * width;
-    for (int64_t p = 0; p < kp; p++) {
+    uint32_t *restrict d = dst + s * kp * width;
+    int64_t r0 = s * width, p0 = 0;
+    if (r0 + width <= rows && ks == 1) {
+      for (int r = 0; r < width; r++) {
+        const uint16_t *row = src + (r0 + r) * rs + k0;
+        for (int64_t p = 0; p < whole; p++)
+          memcpy(&d[p * width + r], row + 2 * p, 4); /* little-endian: k in the low half */
+      }
+      p0 = whole;
+    } else if (r0 + width <= rows && rs == 1) {
+      for (int64_t p = 0; p < whole; p++) {
+        const uint16_t *lo = src + (k0 + 2 * p) * ks + r0, *hi = lo + ks;
+        for (int r = 0; r < width; r += 16) {
+          __mmask16 m = width - r >= 16 ? 0xffff : (__mmask16)((1u << (width - r)) - 1);
+          __m512i l = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, lo + r));
+          __m512i h = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, hi + r));
+          __m512i pairs = _mm512_or_si512(l, _mm512_slli_epi32(h, 16));
+          _mm512_mask_storeu_epi32(d + p * width + r, m, pairs);
+        }
+      }
+      p0 = whole;
+    }
+    for (int64_t p = p0; p < kp; p++) {
       int64_t kk = k0 + 2 * p;
       bool second = kk + 1 < k;
       for (int r = 0; r < width; r++) {
-        int64_t row = s * width + r;
+        int64_t row = r0 + r;
         d[p * width + r] = row < rows ? pair(src + row * rs + kk * ks, ks, second) : 0u;
       }
     }
