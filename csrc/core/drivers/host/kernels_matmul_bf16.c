@@ -1,10 +1,11 @@
 /* bf16 GEMM with AVX512-BF16: vdpbf16ps multiplies pairs of bf16 and adds both products into
  * fp32 lanes, so operands are packed in pairs along K. B is packed once, by all threads, into
  * strips of NR columns, [k pair][NR] 32-bit pairs; then each thread claims blocks of MC rows,
- * packing A one KC block at a time into strips of MR rows, [k pair][MR]. The micro-kernel keeps an MR x NR fp32 tile in
- * registers (24 of the 32 zmm), broadcasting one A pair against two zmm of B per row. K beyond
- * one KC block (or summed batches) accumulates in an fp32 workspace; the last block goes through
- * the common epilogue, which applies alpha, beta and C and rounds once to bf16.
+ * packing A one KC block at a time into strips of MR rows, [k pair][MR]. The micro-kernel keeps
+ * an MR x NR fp32 tile in registers (24 of the 32 zmm), broadcasting one A pair against two zmm
+ * of B per row. K beyond one KC block (or summed batches) accumulates in an fp32 workspace. The
+ * last block rounds straight into a plain output; with C or odd output strides it goes
+ * through the common epilogue. Either way each result is rounded once.
  *
  * Only this file uses AVX-512 instructions, behind the target attribute; the rest of the build is
  * baseline x86-64, and tpu_matmul_has_bf16_kernel checks the CPU at run time. */
