@@ -360,7 +360,7 @@ static void run_tiles(int64_t begin, int64_t end, int chunk, void *ctx) {
 
 static int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
-/* Cuts the job into one tile per thread when the batches alone cannot feed the threads: BLAS calls
+/* Cuts each matrix into tiles when the batches alone cannot share the threads evenly: BLAS calls
  * on quiet cores take equal times, and fewer tiles pack fewer copies of the operands. */
 static void choose_tiles(gemm_split *s) {
   const gemm_job *j = s->job;
@@ -370,9 +370,10 @@ static void choose_tiles(gemm_split *s) {
   s->tiles_m = s->tiles_n = 1;
   s->tm = j->m;
   s->tn = j->n;
-  if (threads == 1 || outputs >= threads || work < GEMM_SERIAL_WORK)
+  if (threads == 1 || outputs % threads == 0 || outputs >= 4 * threads ||
+      work < GEMM_SERIAL_WORK)
     return;
-  int64_t want = (threads + outputs - 1) / outputs;
+  int64_t want = outputs < threads ? (threads + outputs - 1) / outputs : threads;
   /* Split the longer side, in multiples of 16 rows or columns: whole register tiles of the BLAS
    * and whole cache lines of the output. */
   if (j->m >= j->n) {
