@@ -62,17 +62,22 @@ static bool overlaps(const gemm_job *j, const gemm_view *v, int64_t rows, int64_
 
 /* ---- the portable path: widen, multiply, store ---- */
 
-/* Bytes per accumulator element of a dtype. */
+/* Bytes per accumulator element of a dtype. Integers accumulate in unsigned (wrapping) integers
+ * at least as wide as the result, which gives the result's bits whatever the order of the sums. */
 static int64_t acc_size(tpu_dtype d) {
   switch (d) {
   case TPU_FLOAT32:
   case TPU_BFLOAT16:
   case TPU_FLOAT16:
+  case TPU_UINT8:
+  case TPU_INT8:
+  case TPU_INT16:
+  case TPU_INT32:
     return 4;
   case TPU_COMPLEX128:
     return 16;
   default:
-    return 8; /* double, complex64 (two floats), uint64 */
+    return 8; /* double, complex64 (two floats), int64 */
   }
 }
 
@@ -89,6 +94,7 @@ static void widen(tpu_dtype d, const char *src, int64_t rs, int64_t cs, int64_t 
   }                                                                                                \
   break;
 #define AS_IS(x) (x)
+#define AS_U32(x) ((uint32_t)(int32_t)(x))
 #define AS_U64(x) ((uint64_t)(int64_t)(x))
   switch (d) {
   case TPU_FLOAT32: WIDEN(float, float, AS_IS)
@@ -105,35 +111,45 @@ static void widen(tpu_dtype d, const char *src, int64_t rs, int64_t cs, int64_t 
       WIDEN(double _Complex, double _Complex, conj)
     }
     WIDEN(double _Complex, double _Complex, AS_IS)
-  case TPU_UINT8: WIDEN(uint8_t, uint64_t, AS_U64)
-  case TPU_INT8: WIDEN(int8_t, uint64_t, AS_U64)
-  case TPU_INT16: WIDEN(int16_t, uint64_t, AS_U64)
-  case TPU_INT32: WIDEN(int32_t, uint64_t, AS_U64)
+  case TPU_UINT8: WIDEN(uint8_t, uint32_t, AS_U32)
+  case TPU_INT8: WIDEN(int8_t, uint32_t, AS_U32)
+  case TPU_INT16: WIDEN(int16_t, uint32_t, AS_U32)
+  case TPU_INT32: WIDEN(int32_t, uint32_t, AS_U32)
   case TPU_INT64: WIDEN(int64_t, uint64_t, AS_U64)
   default: break;
   }
 #undef WIDEN
 }
 
-/* acc[m x n] += a[m x k] @ b[k x n], all dense row-major: the built-in kernel. The j loop is the
- * vector loop; clones for AVX-512 and AVX2 are picked at run time. */
+/* acc[m x n] += a[m x k] @ b[k x n], all dense row-major: the built-in kernel. Blocks of B (at
+ * most BUILTIN_KB x BUILTIN_NB) stay in L2 while every row of A passes over them; the j loop is
+ * the vector loop, with clones for AVX-512 (x86-64-v4: vpmullq for int64) and AVX2 picked at run
+ * time. */
+#define BUILTIN_KB 128
+#define BUILTIN_NB 512
 #define BUILTIN_GEMM(NAME, T)                                                                      \
-  __attribute__((target_clones("avx512f", "avx2", "default"))) static void NAME(                   \
+  __attribute__((target_clones("arch=x86-64-v4", "avx2", "default"))) static void NAME(           \
       int64_t m, int64_t n, int64_t k, const T *restrict a, const T *restrict b,                   \
       T *restrict acc) {                                                                           \
-    for (int64_t i = 0; i < m; i++)                                                                \
-      for (int64_t p = 0; p < k; p++) {                                                            \
-        T av = a[i * k + p];                                                                       \
-        const T *restrict bp = b + p * n;                                                          \
-        T *restrict ci = acc + i * n;                                                              \
-        for (int64_t j = 0; j < n; j++)                                                            \
-          ci[j] += av * bp[j];                                                                     \
+    for (int64_t j0 = 0; j0 < n; j0 += BUILTIN_NB)                                                 \
+      for (int64_t p0 = 0; p0 < k; p0 += BUILTIN_KB) {                                             \
+        int64_t j1 = j0 + BUILTIN_NB < n ? j0 + BUILTIN_NB : n;                                    \
+        int64_t p1 = p0 + BUILTIN_KB < k ? p0 + BUILTIN_KB : k;                                    \
+        for (int64_t i = 0; i < m; i++)                                                            \
+          for (int64_t p = p0; p < p1; p++) {                                                      \
+            T av = a[i * k + p];                                                                   \
+            const T *restrict bp = b + p * n;                                                      \
+            T *restrict ci = acc + i * n;                                                          \
+            for (int64_t j = j0; j < j1; j++)                                                      \
+              ci[j] += av * bp[j];                                                                 \
+          }                                                                                        \
       }                                                                                            \
   }
 BUILTIN_GEMM(gemm_f32, float)
 BUILTIN_GEMM(gemm_f64, double)
 BUILTIN_GEMM(gemm_c64, float _Complex)
 BUILTIN_GEMM(gemm_c128, double _Complex)
+BUILTIN_GEMM(gemm_u32, uint32_t)
 BUILTIN_GEMM(gemm_u64, uint64_t)
 
 static bool fits_int(int64_t v) { return v <= INT_MAX; }
@@ -176,8 +192,11 @@ static void multiply(const gemm_job *j, const tpu_blas *blas, int64_t m, int64_t
     else
       gemm_c128(m, n, k, a, b, acc);
     break;
-  default:
+  case TPU_INT64:
     gemm_u64(m, n, k, a, b, acc);
+    break;
+  default:
+    gemm_u32(m, n, k, a, b, acc);
     break;
   }
 }

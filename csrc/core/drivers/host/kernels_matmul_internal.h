@@ -28,8 +28,8 @@ typedef struct gemm_job {
 } gemm_job;
 
 /* Writes out[bo][m0 + i][n0 + j] = alpha * acc[i * ld + j] + beta * C[...] for i < mt, j < nt.
- * acc holds float for float32/bfloat16/float16, double, float/double complex pairs, or uint64_t
- * (wrapping arithmetic) for integer dtypes. */
+ * acc holds float for float32/bfloat16/float16, double, float/double complex pairs, or uint32_t
+ * (uint64_t for int64) with wrapping arithmetic for integer dtypes. */
 void tpu_gemm_store(const gemm_job *job, int64_t bo, const void *acc, int64_t ld, int64_t m0,
                     int64_t mt, int64_t n0, int64_t nt);
 

@@ -30,9 +30,11 @@
 #define STORE(...) STORE_(__VA_ARGS__)
 
 #define SAME(x) (x)
+#define TO_U32(x) ((uint32_t)(int32_t)(x))
 #define TO_U64(x) ((uint64_t)(int64_t)(x))
 #define FLOAT_SCALARS (float)job->alpha.f, (float)job->beta.f
-#define INT_SCALARS (uint64_t)job->alpha.i, (uint64_t)job->beta.i
+#define INT32_SCALARS (uint32_t)job->alpha.i, (uint32_t)job->beta.i
+#define INT64_SCALARS (uint64_t)job->alpha.i, (uint64_t)job->beta.i
 
 void tpu_gemm_store(const gemm_job *job, int64_t bo, const void *acc, int64_t ld, int64_t m0,
                     int64_t mt, int64_t n0, int64_t nt) {
@@ -49,11 +51,11 @@ void tpu_gemm_store(const gemm_job *job, int64_t bo, const void *acc, int64_t ld
   case TPU_COMPLEX128:
     STORE(double _Complex, double _Complex, SAME, SAME, CMPLX(job->alpha.f, job->alpha_im.f),
           CMPLX(job->beta.f, job->beta_im.f))
-  case TPU_UINT8: STORE(uint8_t, uint64_t, TO_U64, (uint8_t), INT_SCALARS)
-  case TPU_INT8: STORE(int8_t, uint64_t, TO_U64, (int8_t), INT_SCALARS)
-  case TPU_INT16: STORE(int16_t, uint64_t, TO_U64, (int16_t), INT_SCALARS)
-  case TPU_INT32: STORE(int32_t, uint64_t, TO_U64, (int32_t), INT_SCALARS)
-  case TPU_INT64: STORE(int64_t, uint64_t, TO_U64, (int64_t), INT_SCALARS)
+  case TPU_UINT8: STORE(uint8_t, uint32_t, TO_U32, (uint8_t), INT32_SCALARS)
+  case TPU_INT8: STORE(int8_t, uint32_t, TO_U32, (int8_t), INT32_SCALARS)
+  case TPU_INT16: STORE(int16_t, uint32_t, TO_U32, (int16_t), INT32_SCALARS)
+  case TPU_INT32: STORE(int32_t, uint32_t, TO_U32, (int32_t), INT32_SCALARS)
+  case TPU_INT64: STORE(int64_t, uint64_t, TO_U64, (int64_t), INT64_SCALARS)
   default:
     break;
   }
