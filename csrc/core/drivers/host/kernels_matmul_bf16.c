@@ -20,7 +20,7 @@
 #define MR 12
 #define NR 32
 #define KC 512 /* k elements per block: the B micro-panel (KC x NR bf16) stays in L1/L2 */
-#define MC 96  /* rows per A block (an item): MC x KC bf16 stays in L2; small for load balance */
+#define MC 48 /* rows per item (an A block, MC x KC bf16 in L2): small, so threads end together */
 
 static bool disabled;
 
