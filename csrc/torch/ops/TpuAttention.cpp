@@ -52,7 +52,7 @@ bool kernel_covers(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
   }
   if (mask.has_value() && mask->defined()) {
     const at::Tensor& m = *mask;
-    if (m.is_nested() || m.dim() > 4) {
+    if (m.is_nested() || m.dim() > 4 || m.device() != q.device()) {
       return false;
     }
     const int64_t full[4] = {B, Hq, q.size(2), k.size(2)};
@@ -117,6 +117,8 @@ void check_inputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
               op, ": incompatible shapes query ", q.sizes(), ", key ", k.sizes(), ", value ",
               v.sizes());
   if (mask.defined()) {
+    TORCH_CHECK(mask.device() == q.device(), op, ": attn_bias must be on ", q.device(),
+                ", got ", mask.device());
     TORCH_CHECK(mask.scalar_type() == at::kBool || mask.scalar_type() == at::kFloat ||
                     mask.scalar_type() == q.scalar_type(),
                 op, ": attn_bias must be bool, float or the query's dtype, got ",

@@ -20,7 +20,7 @@
 #include "exec/tpu_pool.h"
 
 #define BWD_BQ 64
-#define BWD_BK 128
+#define BWD_BK 64
 
 typedef struct bwd {
   const tpu_blas *blas;
@@ -78,8 +78,7 @@ static void pair(const bwd *g, float *s, float *dp, float *mask_row, float *dk, 
     const float *add =
         g->has_mask ? att_mask_row(&g->mask, b, h, i0 + r, j0, n, mask_row) : NULL;
     int64_t limit = g->causal ? i0 + r + 1 - j0 : n;
-    att_scale_mask_max(s + r * n, add, n, limit, g->scale);
-    att_exp_sum(s + r * n, n, *(const float *)att_row(&g->lse, b, h, i0 + r));
+    att_probs(s + r * n, add, n, limit, g->scale, *(const float *)att_row(&g->lse, b, h, i0 + r));
   }
   att_gemm(g->blas, true, false, n, d->Dv, rows, 1.0f, s, n, go, g->dout.ld, 1.0f, dv, d->Dv);
   att_gemm(g->blas, false, true, rows, n, d->Dv, 1.0f, go, g->dout.ld, v, g->v.ld, 0.0f, dp, n);

@@ -86,6 +86,10 @@ float att_scale_mask_max(float *s, const float *add, int64_t n, int64_t limit, f
 /* s[j] = exp(s[j] - m); returns the sum. exp(-inf) is 0. */
 float att_exp_sum(float *s, int64_t n, float m);
 
+/* s[j] = exp(s[j] * scale + add[j] - lse) (add may be NULL) for j < limit, 0 from there on:
+ * the probabilities of a row, recomputed from its logsumexp. */
+void att_probs(float *s, const float *add, int64_t n, int64_t limit, float scale, float lse);
+
 /* exp of one value with the row primitives' precision. */
 float att_exp(float x);
 

@@ -116,6 +116,11 @@ CLONES void att_store(const float *src, float mul, int64_t n, char *dst, tpu_dty
   float *f = (float *)dst;
   switch (dtype) {
   case TPU_FLOAT32:
+    if (stride == 1) {
+      for (int64_t j = 0; j < n; j++)
+        f[j] = src[j] * mul;
+      break;
+    }
     for (int64_t j = 0; j < n; j++)
       f[j * stride] = src[j] * mul;
     break;
@@ -300,6 +305,20 @@ CLONES float att_scale_mask_max(float *restrict s, const float *restrict add, in
   for (int l = 0; l < LANES; l++)
     m = m > lane[l] ? m : lane[l];
   return m;
+}
+
+CLONES void att_probs(float *restrict s, const float *restrict add, int64_t n, int64_t limit,
+                      float scale, float lse) {
+  int64_t end = limit < 0 ? 0 : limit < n ? limit : n;
+  if (add) {
+    for (int64_t j = 0; j < end; j++)
+      s[j] = exp_lane(s[j] * scale + add[j] - lse);
+  } else {
+    for (int64_t j = 0; j < end; j++)
+      s[j] = exp_lane(s[j] * scale - lse);
+  }
+  for (int64_t j = end; j < n; j++)
+    s[j] = 0.0f;
 }
 
 CLONES float att_exp_sum(float *restrict s, int64_t n, float m) {
