@@ -217,3 +217,28 @@ def test_empty_queries_and_batches(eager_mode: str) -> None:
         with counted(NOT_ATTENTION) as stats:
             out = sdpa(q, k, k)
         assert out.shape == shape and stats.get(FUSED, 0) == 0
+
+
+def test_three_dim_direct_call(eager_mode: str) -> None:
+    # PyTorch's meta takes [H, L, D] inputs as one batch; so does the tpu op.
+    q, k, v = (t[0] for t in qkv(1, 3, 3, 10, 12, 8))
+    with counted() as stats:
+        got = OVERRIDEABLE(q.to(DEV), k.to(DEV), v.to(DEV), is_causal=True)
+    assert stats[FUSED] == 1
+    meta = meta_of(q, k, v, is_causal=True)
+    for g, m in zip(got[:2], meta[:2], strict=True):
+        assert isinstance(g, torch.Tensor) and isinstance(m, torch.Tensor)
+        assert (g.shape, g.stride(), g.dtype) == (m.shape, m.stride(), m.dtype)
+    close(got[0], sdpa(q, k, v, is_causal=True))
+
+
+def test_mask_on_the_cpu_is_refused(eager_mode: str) -> None:
+    # The kernel runs asynchronously and never reads host memory the caller may free: such a
+    # mask goes to the math path, which refuses the device mismatch as on CUDA.
+    q, k, v = (t.to(DEV) for t in qkv(1, 2, 2, 6, 7, 8))
+    mask = rand(6, 7, seed=4)
+    with counted(NOT_ATTENTION) as stats, pytest.raises(RuntimeError, match="same device"):
+        sdpa(q, k, v, attn_mask=mask)
+    assert stats.get(FUSED, 0) == 0
+    with pytest.raises(RuntimeError, match="attn_bias must be on"):
+        OVERRIDEABLE(q, k, v, mask)
