@@ -22,6 +22,10 @@
 #define BWD_BQ 64
 #define BWD_BK 64
 
+/* Floats the dq partials may take beyond one: more threads than heads split the keys only as
+ * far as this allows (1 GiB). */
+#define DQ_PARTIALS_MAX (1 << 28)
+
 typedef struct bwd {
   const tpu_blas *blas;
   att_dims d;
@@ -190,6 +194,8 @@ static tpu_status run(bwd *g, const tpu_tensor *out, const char *op) {
   g->splits = heads >= 2 * threads ? 1 : (2 * threads + heads - 1) / heads;
   if (g->splits > g->kblocks)
     g->splits = g->kblocks > 0 ? g->kblocks : 1;
+  while (g->splits > 1 && (double)g->splits * rows * d->D > DQ_PARTIALS_MAX)
+    g->splits--;
   g->per_split = (g->kblocks + g->splits - 1) / g->splits;
   g->dq_acc = calloc((size_t)(g->splits * rows * d->D) + 1, sizeof(float));
   if (!g->dq_acc)

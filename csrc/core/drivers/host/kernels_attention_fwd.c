@@ -32,8 +32,8 @@ typedef struct fwd {
   att_view mask, out, lse;
 } fwd;
 
-/* Row r of the score tile, of n keys starting at j0: scaled, masked, its exp taken in place and
- * folded into the running max, sum and output accumulator of the row. */
+/* One row of the score tile (n keys; add is its mask, limit its causal cut): scaled, masked, its
+ * exp taken in place and folded into the row's running max, sum and output accumulator. */
 static void online_softmax_row(const fwd *f, float *sr, int64_t n, const float *add,
                                int64_t limit, float *o, float *mx, float *sum) {
   float m_new = att_scale_mask_max(sr, add, n, limit, f->scale);
