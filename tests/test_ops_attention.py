@@ -242,3 +242,18 @@ def test_mask_on_the_cpu_is_refused(eager_mode: str) -> None:
     assert stats.get(FUSED, 0) == 0
     with pytest.raises(RuntimeError, match="attn_bias must be on"):
         OVERRIDEABLE(q, k, v, mask)
+
+
+def test_strided_head_dim_and_transposed_mask(eager_mode: str) -> None:
+    # q and k with a non-unit stride along the head dim, v broadcast over the batch, a transposed
+    # mask: the kernel stages what the GEMMs cannot read in place.
+    q = rand(2, 3, 16, 20).transpose(-1, -2)
+    k = rand(2, 3, 16, 30, seed=2).transpose(-1, -2)
+    v = rand(1, 3, 30, 16, seed=3)
+    mask = rand(30, 20, seed=4).t()
+
+    def fn(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+        return sdpa(q, k, v.expand(2, 3, 30, 16), attn_mask=m)
+
+    got, want, _, _ = run_both(fn, (q, k, v, mask))
+    close(got, want)
