@@ -91,9 +91,7 @@ static void pair(const bwd *g, float *s, float *dp, float *mask_row, float *dk, 
     for (int64_t c = 0; c < n; c++)
       dsr[c] = pr[c] * (dsr[c] - delta[r]);
     if (g->has_dmask)
-      att_store(dsr, 1.0f, n, att_row(&g->dmask, b, h, i0 + r) + j0 * g->dmask.sc *
-                                   (int64_t)tpu_dtype_size(g->dmask.dtype),
-                g->dmask.dtype, g->dmask.sc);
+      att_store(dsr, 1.0f, n, att_at(&g->dmask, b, h, i0 + r, j0), g->dmask.dtype, g->dmask.sc);
   }
   att_gemm(g->blas, true, false, n, d->D, rows, 1.0f, dp, n, q, g->q.ld, 1.0f, dk, d->D);
   att_gemm(g->blas, false, false, rows, d->D, n, 1.0f, dp, n, k, g->k.ld, 1.0f, dq, d->D);
@@ -105,9 +103,7 @@ static void zero_dmask(const bwd *g, float *zeros, int64_t b, int64_t h, int64_t
                        int64_t n) {
   memset(zeros, 0, (size_t)n * sizeof *zeros);
   for (int64_t i = 0; i < rows; i++)
-    att_store(zeros, 1.0f, n, att_row(&g->dmask, b, h, i) + j0 * g->dmask.sc *
-                                  (int64_t)tpu_dtype_size(g->dmask.dtype),
-              g->dmask.dtype, g->dmask.sc);
+    att_store(zeros, 1.0f, n, att_at(&g->dmask, b, h, i, j0), g->dmask.dtype, g->dmask.sc);
 }
 
 static void bwd_task(int64_t task, float *scratch, void *ctx) {

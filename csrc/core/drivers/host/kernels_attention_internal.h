@@ -37,9 +37,15 @@ typedef struct att_view {
 /* The view of a 4-d (or 3-d) tensor. */
 att_view att_view_of(const tpu_tensor *t);
 
+/* Address of element (b, h, i, j). */
+static inline char *att_at(const att_view *v, int64_t b, int64_t h, int64_t i, int64_t j) {
+  return v->data +
+         (b * v->sb + h * v->sh + i * v->sr + j * v->sc) * (int64_t)tpu_dtype_size(v->dtype);
+}
+
 /* Address of element (b, h, i, 0). */
 static inline char *att_row(const att_view *v, int64_t b, int64_t h, int64_t i) {
-  return v->data + (b * v->sb + h * v->sh + i * v->sr) * (int64_t)tpu_dtype_size(v->dtype);
+  return att_at(v, b, h, i, 0);
 }
 
 /* A float32 operand the GEMMs can read: rows of unit column stride, row stride ld. It is the

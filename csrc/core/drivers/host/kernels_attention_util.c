@@ -138,7 +138,7 @@ CLONES void att_store(const float *src, float mul, int64_t n, char *dst, tpu_dty
 
 const float *att_mask_row(const att_view *mask, int64_t b, int64_t h, int64_t i, int64_t j0,
                           int64_t n, float *scratch) {
-  const char *row = att_row(mask, b, h, i) + j0 * mask->sc * (int64_t)tpu_dtype_size(mask->dtype);
+  const char *row = att_at(mask, b, h, i, j0);
   if (mask->dtype == TPU_FLOAT32 && mask->sc == 1)
     return (const float *)row;
   if (mask->dtype == TPU_BOOL) {
