@@ -146,18 +146,33 @@ static inline float ew_tanhf(float x) {
   return ax < 0.625f ? small : big;
 }
 
-/* erf as PyTorch CPU's vectorized float kernels compute it (Abramowitz and Stegun 7.1.26), so
- * gelu and erf agree with PyTorch CPU to an ulp or two. */
+/* erf within about 2 ulp: its Taylor series below 0.5, above it 1 - erfc with Numerical Recipes'
+ * Chebyshev fit of erfc (relative error below 1.2e-7), whose error vanishes against 1. */
 static inline float ew_erff(float x) {
-  float ax = fabsf(x);
-  float t = 1.0f / (0.3275911f * ax + 1.0f);
-  float r = 1.061405429f;
-  r = r * t - 1.453152027f;
-  r = r * t + 1.421413741f;
-  r = r * t - 0.284496736f;
-  r = r * t + 0.254829592f;
-  float y = 1.0f - r * t * ew_expf(-x * x);
-  return copysignf(y, x);
+  float z = fabsf(x), z2 = x * x;
+  float p = -1.0f / 75600;
+  p = p * z2 + 1.0f / 9360;
+  p = p * z2 - 1.0f / 1320;
+  p = p * z2 + 1.0f / 216;
+  p = p * z2 - 1.0f / 42;
+  p = p * z2 + 1.0f / 10;
+  p = p * z2 - 1.0f / 3;
+  p = p * z2 + 1.0f;
+  float small = x * 1.12837916709551257f * p;
+  float t = 1.0f / (1.0f + 0.5f * z);
+  float q = 0.17087277f;
+  q = q * t - 0.82215223f;
+  q = q * t + 1.48851587f;
+  q = q * t - 1.13520398f;
+  q = q * t + 0.27886807f;
+  q = q * t - 0.18628806f;
+  q = q * t + 0.09678418f;
+  q = q * t + 0.37409196f;
+  q = q * t + 1.00002368f;
+  q = q * t - 1.26551223f;
+  float erfc = t * ew_expf(q - z2);
+  float large = copysignf(1.0f - erfc, x);
+  return z < 0.5f ? small : large;
 }
 
 /* Type-generic math for expressions shared by the float and double loops: float takes the
