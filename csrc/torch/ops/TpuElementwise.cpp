@@ -26,6 +26,12 @@ void set_number(tpu_op_call* call, int index, const at::Scalar& s) {
   tpu_ew_set_scalar(call, index, kFirstOperandSlot - index, v, is_float);
 }
 
+// Refuses a dtype the op has no loop for before launching, with the exception CPU raises.
+void check_supported(tpu_op_id op, at::ScalarType compute) {
+  TORCH_CHECK_NOT_IMPLEMENTED(tpu_ew_supports(op, to_core_dtype(compute)), "\"", tpu_op_name(op),
+                              "\" not implemented for '", c10::toString(compute), "' on tpu");
+}
+
 void set_input(tpu_op_call* call, int index, const Input& in) {
   if (in.scalar) {
     set_number(call, index, *in.scalar);
@@ -93,6 +99,7 @@ void run(tpu_op_id op, at::ScalarType compute, std::initializer_list<Input> inpu
   if (out0.numel() == 0) {
     return;
   }
+  check_supported(op, compute);
   const int n_in = static_cast<int>(inputs.size());
   tpu_op_call* call = new_call(op, n_in, static_cast<int>(outputs.size()));
   call->compute = to_core_dtype(compute);
@@ -122,6 +129,7 @@ void run(tpu_op_id op, const at::TensorIteratorBase& it, std::initializer_list<P
   }
   const int n_in = it.ninputs(), n_out = it.noutputs();
   const at::ScalarType compute = it.common_dtype();
+  check_supported(op, compute);
   tpu_op_call* call = new_call(op, n_in, n_out);
   call->compute = to_core_dtype(compute);
   try {

@@ -15,6 +15,7 @@
 #include <ATen/ops/neg_meta.h>
 #include <ATen/ops/pow_meta.h>
 #include <ATen/ops/remainder_meta.h>
+#include <ATen/ops/abs.h>
 #include <ATen/ops/isnan.h>
 #include <ATen/ops/logical_not.h>
 #include <ATen/ops/nan_to_num.h>
@@ -47,6 +48,9 @@ struct FloorDivideMeta : structured_div_Tensor_mode {
 };
 struct LogicalMeta : structured_eq_Tensor {}; // comparison rules: any output dtype, bool default
 struct HardswishMeta : structured_neg {
+  void meta(const Tensor& self) { build_borrowing_unary_op(maybe_get_output(), self); }
+};
+struct AbsMeta : structured_neg { // neg's iterator rules, without its refusal of bool
   void meta(const Tensor& self) { build_borrowing_unary_op(maybe_get_output(), self); }
 };
 struct GradMeta : structured_sigmoid_backward {}; // a binary op of (grad, input)
@@ -95,7 +99,7 @@ void pow_scalar(const Iter& it, const Tensor& self, const Scalar& exponent) {
   } else if (exponent.equal(1.0) || exponent.equal(true)) {
     out.copy_(self);
   } else {
-    run(TPU_OP_POW_SCALAR, it, {opmath(exponent)});
+    run(TPU_OP_POW_SCALAR, it, {{exponent}}); // rounded to the compute dtype, as CPU does
   }
 }
 void round_decimals(const Iter& it, const Tensor&, int64_t decimals) {
@@ -337,6 +341,18 @@ Tensor& logical_not_out(const Tensor& self, Tensor& out) {
   return out;
 }
 
+// abs of a complex tensor is real: such inputs run on the host.
+Tensor& abs_out(const Tensor& self, Tensor& out) {
+  if (!is_native(self.scalar_type())) {
+    at::native::resize_output(out, self.sizes());
+    return on_host("abs", out, [&] { return at::abs(to_host(self)); });
+  }
+  Out<AbsMeta> it(out);
+  it.meta(self);
+  run(TPU_OP_ABS, it);
+  return out;
+}
+
 Tensor isnan(const Tensor& self) {
   Tensor out = at::empty_like(self, self.options().dtype(at::kBool));
   if (!is_native(self.scalar_type())) {
@@ -356,16 +372,15 @@ Tensor& nan_to_num_out(const Tensor& self, std::optional<double> nan,
       return at::nan_to_num(to_host(self), nan, posinf, neginf);
     });
   }
+  if (at::isIntegralType(self.scalar_type(), /*includeBool=*/true)) {
+    return out.copy_(self); // nothing to replace, as on CPU
+  }
   double max = std::numeric_limits<double>::max();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, self.scalar_type(), "nan_to_num", [&] {
     max = static_cast<double>(std::numeric_limits<scalar_t>::max());
   });
   const Scalar nan_value(nan.value_or(0.0)), pos(posinf.value_or(max)), neg(neginf.value_or(-max));
-  if (at::isFloatingType(self.scalar_type())) {
-    run(TPU_OP_NAN_TO_NUM, self.scalar_type(), {Input(self)}, {&out}, {{nan_value}, {pos}, {neg}});
-  } else {
-    run(TPU_OP_NAN_TO_NUM, self.scalar_type(), {Input(self)}, {&out});
-  }
+  run(TPU_OP_NAN_TO_NUM, self.scalar_type(), {Input(self)}, {&out}, {{nan_value}, {pos}, {neg}});
   return out;
 }
 
@@ -397,8 +412,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
                     "hardswish_backward", "hardswish_backward", "", "");
   TPU_EW_STRUCTURED(m, FloorDivideMeta, (plain<TPU_OP_DIV_FLOOR, const Tensor&, const Tensor&>),
                     "floor_divide", "floor_divide", "floor_divide_.Tensor", "floor_divide.out");
-  TPU_EW_STRUCTURED(m, structured_neg, (plain<TPU_OP_ABS, const Tensor&>), "abs", "", "",
-                    "abs.out");
+  m.impl("abs.out", TORCH_FN(abs_out));
   TPU_EW_OP(m, structured_pow_Tensor_Scalar, pow_scalar, "pow.Tensor_Scalar", "pow_.Scalar",
             "pow.Tensor_Scalar_out");
   m.impl("pow.Scalar", TORCH_FN(pow_scalar_base));

@@ -96,9 +96,15 @@
 /* Table entries: [TPU_D] = op_D for each dtype of a family. */
 #define EW_ENTRY(D, T, U, op) [TPU_##D] = op##_##D,
 
-/* The kernel of a core op: runs `op`'s table through the engine. */
+/* The kernel of a core op: runs `op`'s table through the engine. The table is also published as
+ * fn##_table for tpu_ew_supports. */
 #define EW_KERNEL(fn, table)                                                                       \
+  const tpu_ew_op *const fn##_table = &table;                                                      \
   tpu_status fn(const tpu_op_call *call) { return tpu_ew_run(call, &table); }
+
+#define EW_DECLARE_TABLE(id, name, kernel) extern const tpu_ew_op *const kernel##_table;
+TPU_OPS_ELEMENTWISE(EW_DECLARE_TABLE)
+#undef EW_DECLARE_TABLE
 
 /* Integer division by zero: loops store 0 and flag it; the engine's caller raises the error. */
 static inline void ew_flag_zero_division(const tpu_ew_ctx *P) {

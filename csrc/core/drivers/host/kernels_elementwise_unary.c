@@ -8,7 +8,7 @@
  *   POW_SCALAR: a ^ s0, with PyTorch's exact forms for the exponents 2, 3, 0.5, -0.5, -1, -2.
  *   BITWISE_NOT (integers, bool), LOGICAL_NOT (bool out).
  *   ISNAN, ISINF, ISPOSINF, ISNEGINF, ISFINITE: bool out, every dtype.
- *   NAN_TO_NUM: NaN, +inf and -inf replaced by s0, s1, s2; integers pass through. */
+ *   NAN_TO_NUM: NaN, +inf and -inf replaced by s0, s1, s2 (floats only, as on CPU). */
 #include "drivers/host/kernels_elementwise.h"
 
 #define FLOAT_UNARY(op, kernel, expr)                                                              \
@@ -29,7 +29,8 @@ ALL_UNARY(floor, tpu_kernel_floor, floor(a), a)
 ALL_UNARY(ceil, tpu_kernel_ceil, ceil(a), a)
 ALL_UNARY(round, tpu_kernel_round, nearbyint(a), a)
 ALL_UNARY(trunc, tpu_kernel_trunc, trunc(a), a)
-ALL_UNARY(nan_to_num, tpu_kernel_nan_to_num, a != a ? s0 : a == (T)INFINITY ? s1 : a == -(T)INFINITY ? s2 : a, a)
+FLOAT_UNARY(nan_to_num, tpu_kernel_nan_to_num,
+            a != a ? s0 : a == (T)INFINITY ? s1 : a == -(T)INFINITY ? s2 : a)
 
 /* sign: NaN gives 0, as PyTorch's vectorized kernel does. */
 EW_FLOATS(EW_GEN1, sign, (T)((0 < a) - (a < 0)))

@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "drivers/host/kernels_elementwise.h"
 #include "drivers/host/tpu_cast.h"
 #include "drivers/host/tpu_iter.h"
 
@@ -32,8 +33,22 @@ typedef struct plan {
   operand ops[TPU_EW_MAX_OPERANDS];
 } plan;
 
+static bool is_real(tpu_dtype d) { return d <= TPU_FLOAT64; }
+
 tpu_dtype tpu_ew_loop_dtype(tpu_dtype compute) {
   return compute == TPU_FLOAT16 || compute == TPU_BFLOAT16 ? TPU_FLOAT32 : compute;
+}
+
+static const tpu_ew_op *const *const op_tables[TPU_OP_COUNT] = {
+#define EW_TABLE_ENTRY(id, name, kernel) [TPU_OP_##id] = &kernel##_table,
+    TPU_OPS_ELEMENTWISE(EW_TABLE_ENTRY)
+#undef EW_TABLE_ENTRY
+};
+
+bool tpu_ew_supports(tpu_op_id op, tpu_dtype compute) {
+  if ((unsigned)op >= TPU_OP_COUNT || !op_tables[op] || !is_real(compute))
+    return false;
+  return (*op_tables[op])->loops[tpu_ew_loop_dtype(compute)] != NULL;
 }
 
 void tpu_ew_set_scalar(tpu_op_call *call, int index, int slot, tpu_scalar value, bool is_float) {
@@ -43,8 +58,6 @@ void tpu_ew_set_scalar(tpu_op_call *call, int index, int slot, tpu_scalar value,
   t->host = &call->scalars[slot];
   t->dtype = is_float ? TPU_FLOAT64 : TPU_INT64;
 }
-
-static bool is_real(tpu_dtype d) { return d <= TPU_FLOAT64; }
 
 /* A strided copy of same-size elements; the buffers it touches never overlap the tensors. */
 static void copy_elems(char *dst, int64_t ds, const char *src, int64_t ss, int64_t n, size_t size) {

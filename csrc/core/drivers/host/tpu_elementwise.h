@@ -75,6 +75,10 @@ tpu_dtype tpu_ew_loop_dtype(tpu_dtype compute);
  * integer division by zero was met; the outputs then hold 0 there. */
 tpu_status tpu_ew_run(const tpu_op_call *call, const tpu_ew_op *op);
 
+/* True when elementwise op `op` has an inner loop for compute dtype `compute` (false for ops of
+ * other families), so callers can refuse a dtype before launching. */
+bool tpu_ew_supports(tpu_op_id op, tpu_dtype compute);
+
 /* Makes input `index` of `call` a scalar operand that broadcasts over the outputs: its value is
  * kept in call->scalars[slot], as float64 (value.f) when is_float, else as int64 (value.i). */
 void tpu_ew_set_scalar(tpu_op_call *call, int index, int slot, tpu_scalar value, bool is_float);
