@@ -195,17 +195,28 @@ Tensor& relu_(Tensor& self) {
   TORCH_CHECK(self.scalar_type() != at::kBool, "Boolean inputs not supported for relu");
   return clamp_scalar_(self, Scalar(0), std::nullopt);
 }
-Tensor& hardtanh_out(const Tensor& self, const Scalar& min, const Scalar& max, Tensor& out) {
+// hardtanh's bounds do not promote an integer input: they are truncated to integers first.
+std::pair<Scalar, Scalar> hardtanh_bounds(const Tensor& self, const Scalar& min, const Scalar& max) {
   TORCH_CHECK(self.scalar_type() != at::kBool, "Bool inputs not supported for hardtanh");
-  return clamp_scalar_out(self, min, max, out);
+  if (!at::isIntegralType(self.scalar_type(), /*includeBool=*/false)) {
+    return {min, max};
+  }
+  const int64_t lo = min.toLong(), hi = max.toLong();
+  TORCH_CHECK(self.scalar_type() != at::kByte || (lo >= 0 && hi >= 0),
+              "cannot do hardtanh on an unsigned type with negative limits");
+  return {Scalar(lo), Scalar(hi)};
+}
+Tensor& hardtanh_out(const Tensor& self, const Scalar& min, const Scalar& max, Tensor& out) {
+  auto [lo, hi] = hardtanh_bounds(self, min, max);
+  return clamp_scalar_out(self, lo, hi, out);
 }
 Tensor hardtanh(const Tensor& self, const Scalar& min, const Scalar& max) {
-  TORCH_CHECK(self.scalar_type() != at::kBool, "Bool inputs not supported for hardtanh");
-  return clamp_scalar(self, min, max);
+  auto [lo, hi] = hardtanh_bounds(self, min, max);
+  return clamp_scalar(self, lo, hi);
 }
 Tensor& hardtanh_(Tensor& self, const Scalar& min, const Scalar& max) {
-  TORCH_CHECK(self.scalar_type() != at::kBool, "Bool inputs not supported for hardtanh");
-  return clamp_scalar_(self, min, max);
+  auto [lo, hi] = hardtanh_bounds(self, min, max);
+  return clamp_scalar_(self, lo, hi);
 }
 
 // pow(Scalar, Tensor): ATen's meta sizes the output; a base of 1 fills it.

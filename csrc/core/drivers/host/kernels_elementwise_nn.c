@@ -12,7 +12,7 @@
  *   SOFTPLUS (x; s0 beta, s1 threshold), SOFTPLUS_BACKWARD (grad, x; same).
  *   ELU (x; s0 alpha, s1 scale, s2 input_scale), ELU_BACKWARD (grad, x or result; same, and s3
  *   nonzero when given the result).
- *   LEAKY_RELU (x; s0 slope), LEAKY_RELU_BACKWARD (grad, x; s0).
+ *   LEAKY_RELU (x; s0 slope), LEAKY_RELU_BACKWARD (x, grad; s0): ATen's iterator order.
  *   HARDTANH_BACKWARD (grad, x; s0 min, s1 max).
  *   WHERE (cond, a, b): cond is bool. LERP (start, end, weight), LERP_SCALAR (start, end; s0
  *   weight). ADDCMUL, ADDCDIV (self, t1, t2; s0 value). */
@@ -75,7 +75,7 @@ FLOAT_OP(EW_GEN1, silu, tpu_kernel_silu, a / (1 + EW_EXP(-a)))
   EW_GEN2(D, T_, U, op, op##_##D##_value(a, b))
 FLOAT_OP(SILU_BACKWARD, silu_backward, tpu_kernel_silu_backward, unused)
 FLOAT_OP(EW_GEN2, sigmoid_backward, tpu_kernel_sigmoid_backward, a * (1 - b) * b)
-FLOAT_OP(EW_GEN2, tanh_backward, tpu_kernel_tanh_backward, a * (1 - b * b))
+FLOAT_OP(EW_GEN2, tanh_backward, tpu_kernel_tanh_backward, a * fma(-b, b, (T)1)) /* as CPU: fused */
 
 FLOAT_OP(EW_GEN1, mish, tpu_kernel_mish, a * EW_TANH(log1p(EW_EXP(a))))
 #define MISH_BACKWARD(D, T_, U, op, unused)                                                                 \
@@ -107,7 +107,7 @@ FLOAT_OP(EW_GEN2, elu_backward, tpu_kernel_elu_backward,
                    : a * s2 * (s0 * s1) * EW_EXP(b * s2))
 
 FLOAT_OP(EW_GEN1, leaky_relu, tpu_kernel_leaky_relu, a > 0 ? a : a * s0)
-FLOAT_OP(EW_GEN2, leaky_relu_backward, tpu_kernel_leaky_relu_backward, b > 0 ? a : a * s0)
+FLOAT_OP(EW_GEN2, leaky_relu_backward, tpu_kernel_leaky_relu_backward, a > 0 ? b : b * s0)
 
 /* ---- hard activations ---- */
 FLOAT_OP(EW_GEN2, hardtanh_backward, tpu_kernel_hardtanh_backward, b <= s0 || b >= s1 ? 0 : a)
@@ -118,7 +118,7 @@ FLOAT_OP(EW_GEN2, hardswish_backward, tpu_kernel_hardswish_backward,
          b < -3 ? 0 : b <= 3 ? a * (b / 3 + (T)0.5) : a)
 FLOAT_OP(EW_GEN1, hardsigmoid, tpu_kernel_hardsigmoid, RELU6_SHIFTED(a) / 6)
 FLOAT_OP(EW_GEN2, hardsigmoid_backward, tpu_kernel_hardsigmoid_backward,
-         b > -3 && b < 3 ? a * ((T)1 / 6) : 0)
+         b > -3 && b < 3 ? a * (T)(1.0f / 6) : 0) /* CPU's float constant, also for double */
 
 /* ---- where, lerp, addcmul, addcdiv ---- */
 #define WHERE(D, T, U, op) EW_LOOP3(op##_##D, T, U, T, uint8_t, T, T, a ? b : c)
