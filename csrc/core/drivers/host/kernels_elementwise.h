@@ -121,7 +121,7 @@ static inline float ew_bits_f32(int32_t i) {
 
 /* e^x within about 1 ulp (Cephes' polynomial), with inf, 0 and NaN at the ends. */
 static inline float ew_expf(float x) {
-  float xc = x < -104.0f ? -104.0f : x > 89.0f ? 89.0f : x;
+  float xc = x >= -104.0f ? (x <= 89.0f ? x : 89.0f) : -104.0f; /* NaN too: no NaN to int */
   const float shifter = 0x1.8p23f; /* adding it rounds to an integer in its low mantissa bits */
   float n = (xc * 1.44269504088896341f + shifter) - shifter;
   float r = xc - n * 0.693359375f;
@@ -148,8 +148,7 @@ static inline float ew_tanhf(float x) {
   p = p * z - 3.33332819422e-1f;
   float small = p * z * x + x;
   float big = 1.0f - 2.0f / (ew_expf(2.0f * ax) + 1.0f);
-  big = copysignf(big, x);
-  return ax < 0.625f ? small : big;
+  return copysignf(ax < 0.625f ? small : big, x); /* odd: keeps tanh(-0) = -0 */
 }
 
 /* erf within about 2 ulp: its Taylor series below 0.5, above it 1 - erfc with Numerical Recipes'
