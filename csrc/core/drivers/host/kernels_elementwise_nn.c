@@ -44,7 +44,7 @@ NUMBER_OP(EW_GEN2, threshold, tpu_kernel_threshold, a <= s0 ? s1 : b, a <= s0 ? 
 #define GELU_BETA ((T)(M_2_SQRTPI * M_SQRT1_2 * 0.5))
 #define GELU_TANH_BETA ((T)(M_SQRT2 * M_2_SQRTPI * 0.5))
 #define GELU_KAPPA ((T)0.044715)
-FLOAT_OP(EW_GEN1, gelu, tpu_kernel_gelu, a * (T)0.5 * (1 + EW_ERF(a * GELU_ALPHA)))
+FLOAT_OP(EW_GEN1, gelu, tpu_kernel_gelu, a * EW_NORMAL_CDF(a))
 FLOAT_OP(EW_GEN2, gelu_backward, tpu_kernel_gelu_backward,
          a * ((T)0.5 * (1 + EW_ERF(b * GELU_ALPHA)) + b * (GELU_BETA * EW_EXP(b * b * (T)-0.5))))
 FLOAT_OP(EW_GEN1, gelu_tanh, tpu_kernel_gelu_tanh,
