@@ -85,7 +85,9 @@ def compare(fn: Callable[..., object], *inputs: object, approx: bool = False) ->
         return
     actual = fn(*dev_inputs)
     torch.tpu.synchronize()
-    results = zip(actual, expected, strict=True) if isinstance(expected, tuple) else [(actual, expected)]
+    results = (
+        zip(actual, expected, strict=True) if isinstance(expected, tuple) else [(actual, expected)]
+    )
     for a, e in results:
         assert_matches(a, e, approx)
     assert torch.tpu.fallback_stats() == {}, torch.tpu.fallback_stats()
@@ -171,11 +173,16 @@ def test_type_promotion(name: str, pair: tuple[torch.dtype, torch.dtype], eager_
     compare(BINARY[name], b, a if name not in DIVISIONS else nonzero(pair[0], seed=6))
 
 
-@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.float32, torch.bfloat16, torch.float16])
 @pytest.mark.parametrize(
-    "scalar", [2, -3, 0.1, 2.5, True, torch.tensor(0.3), torch.tensor(7), torch.tensor(0.3).double()]
+    "dtype", [torch.int64, torch.int32, torch.float32, torch.bfloat16, torch.float16]
 )
-@pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "eq", "lt", "maximum", "remainder", "pow"])
+@pytest.mark.parametrize(
+    "scalar",
+    [2, -3, 0.1, 2.5, True, torch.tensor(0.3), torch.tensor(7), torch.tensor(0.3).double()],
+)
+@pytest.mark.parametrize(
+    "name", ["add", "sub", "mul", "div", "eq", "lt", "maximum", "remainder", "pow"]
+)
 def test_scalar_operands(name: str, scalar: object, dtype: torch.dtype, eager_mode: str) -> None:
     """Python numbers and CPU 0-dim tensors on either side, as wrapped scalars; for bfloat16 and
     float16, mul and div read a second-operand scalar at float precision as CPU does."""
@@ -192,7 +199,9 @@ def test_scalar_operands(name: str, scalar: object, dtype: torch.dtype, eager_mo
 
 
 @pytest.mark.parametrize("exponent", [0, 1, 2, 3, 0.5, -0.5, -1, -2, 1.7, -3.3])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int32, torch.uint8])
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int32, torch.uint8]
+)
 def test_pow_scalar_exponents(exponent: float, dtype: torch.dtype, eager_mode: str) -> None:
     a = sample(dtype).abs()
     compare(lambda x: torch.pow(x, exponent), a, approx=True)
@@ -395,3 +404,63 @@ def test_meta_strides_match(eager_mode: str) -> None:
     ).to(DEV)
     assert got.shape == expected.shape and got.stride() == expected.stride()
     assert got.dtype == expected.dtype
+
+
+NATIVE_SCHEMAS = [
+    f"{op}{suffix}"
+    for op in ["add", "sub", "mul", "div", "eq", "ne", "lt", "le", "gt", "ge", "remainder", "fmod"]
+    for suffix in [".Tensor", "_.Tensor"]
+] + [
+    "div.Tensor_mode",
+    "copysign.Tensor",
+    "pow.Tensor_Tensor",
+    "pow.Tensor_Scalar",
+    "pow.Scalar",
+    "bitwise_and.Tensor",
+    "bitwise_or.Tensor",
+    "bitwise_xor.Tensor",
+    "eq.Scalar",
+    "maximum",
+    "minimum",
+    "atan2",
+    "floor_divide",
+    "rsub.Tensor",
+    "where.self",
+    "masked_fill_.Scalar",
+    "masked_fill_.Tensor",
+    "clamp",
+    "clamp.Tensor",
+    "relu",
+    "gelu",
+    "gelu_backward",
+    "silu",
+    "silu_backward",
+    "threshold_backward",
+    "lerp.Scalar",
+    "addcmul",
+    "addcdiv",
+    "abs.out",
+]
+
+
+@pytest.mark.parametrize("name", NATIVE_SCHEMAS)
+def test_registered_for_tpu(name: str) -> None:
+    """The functional (and in-place) schemas themselves have tpu kernels, not only their out=
+    forms reached through ATen's composite wrappers."""
+    assert torch._C._dispatch_has_kernel_for_dispatch_key(f"aten::{name}", "PrivateUse1")
+
+
+def test_every_tpu_registration_names_a_real_operator() -> None:
+    """A misspelled schema name in m.impl registers a kernel for an operator that does not exist."""
+    bogus = []
+    for full in torch._C._dispatch_get_all_op_names():
+        if not full.startswith("aten::"):
+            continue
+        if not torch._C._dispatch_has_kernel_for_dispatch_key(full, "PrivateUse1"):
+            continue
+        name, _, overload = full.partition(".")
+        try:
+            torch._C._get_schema(name, overload)
+        except RuntimeError:
+            bogus.append(full)
+    assert bogus == []

@@ -96,7 +96,9 @@ def test_activation_gradients(name: str, dtype: torch.dtype, eager_mode: str) ->
     tol = {torch.float32: (1e-5, 1e-6), torch.float64: (1e-12, 1e-14), torch.bfloat16: (2e-2, 1e-2)}
     torch.testing.assert_close(actual.cpu(), expected, rtol=tol[dtype][0], atol=tol[dtype][1])
     stats = torch.tpu.fallback_stats()
-    assert not [k for k in stats if "backward" in k or k.startswith(("aten::mul", "aten::add"))], stats
+    assert not [k for k in stats if "backward" in k or k.startswith(("aten::mul", "aten::add"))], (
+        stats
+    )
 
 
 def test_backward_ops_direct(eager_mode: str) -> None:

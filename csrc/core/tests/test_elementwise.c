@@ -69,7 +69,8 @@ static void test_reduced_float_rounds_once(void) {
   uint16_t a[2] = {tpu_f32_to_bf16(1.0f), tpu_f32_to_bf16(3.0f)};
   uint16_t b[2] = {tpu_f32_to_bf16(0x1p-8f), tpu_f32_to_bf16(0.5f)}, out[2];
   int64_t n = 2;
-  tpu_tensor t[3] = {host_view(a, TPU_BFLOAT16, 1, &n, NULL), host_view(b, TPU_BFLOAT16, 1, &n, NULL),
+  tpu_tensor t[3] = {host_view(a, TPU_BFLOAT16, 1, &n, NULL),
+                     host_view(b, TPU_BFLOAT16, 1, &n, NULL),
                      host_view(out, TPU_BFLOAT16, 1, &n, NULL)};
   CHECK_OK(run(TPU_OP_ADD, TPU_BFLOAT16, t, 2, 1, SCALAR_F(1.5), NO_SCALAR));
   CHECK(out[0] == tpu_f32_to_bf16(1.0f + 1.5f * 0x1p-8f));
@@ -77,7 +78,8 @@ static void test_reduced_float_rounds_once(void) {
   /* float16 overflow rounds to infinity. */
   uint16_t h[1] = {tpu_f32_to_f16(60000.0f)}, ho[1];
   int64_t one = 1;
-  tpu_tensor th[3] = {host_view(h, TPU_FLOAT16, 1, &one, NULL), host_view(h, TPU_FLOAT16, 1, &one, NULL),
+  tpu_tensor th[3] = {host_view(h, TPU_FLOAT16, 1, &one, NULL),
+                      host_view(h, TPU_FLOAT16, 1, &one, NULL),
                       host_view(ho, TPU_FLOAT16, 1, &one, NULL)};
   CHECK_OK(run(TPU_OP_MUL, TPU_FLOAT16, th, 2, 1, NO_SCALAR, NO_SCALAR));
   CHECK(ho[0] == 0x7c00);
@@ -164,7 +166,8 @@ static void test_large_buffered_parallel(void) {
   for (int j = 0; j < COLS; j++)
     row[j] = j * 0.25;
   int64_t shape[2] = {ROWS, COLS}, rs[1] = {COLS};
-  tpu_tensor t[3] = {host_view(a, TPU_INT16, 2, shape, NULL), host_view(row, TPU_FLOAT64, 1, rs, NULL),
+  tpu_tensor t[3] = {host_view(a, TPU_INT16, 2, shape, NULL),
+                     host_view(row, TPU_FLOAT64, 1, rs, NULL),
                      host_view(out, TPU_FLOAT32, 2, shape, NULL)};
   tpu_pool_set_threads(2);
   CHECK_OK(run(TPU_OP_MUL, TPU_FLOAT32, t, 2, 1, NO_SCALAR, NO_SCALAR));
@@ -179,7 +182,8 @@ static void test_large_buffered_parallel(void) {
 static void test_refusals(void) {
   float a[2] = {1, 2}, out[2];
   int64_t n = 2;
-  tpu_tensor t[3] = {host_view(a, TPU_FLOAT32, 1, &n, NULL), host_view(a, TPU_COMPLEX64, 1, &n, NULL),
+  tpu_tensor t[3] = {host_view(a, TPU_FLOAT32, 1, &n, NULL),
+                     host_view(a, TPU_COMPLEX64, 1, &n, NULL),
                      host_view(out, TPU_FLOAT32, 1, &n, NULL)};
   CHECK(run(TPU_OP_ADD, TPU_FLOAT32, t, 2, 1, NO_SCALAR, NO_SCALAR) == TPU_ERR_NOT_IMPLEMENTED);
   t[1] = t[0];
@@ -195,7 +199,8 @@ static void test_refusals(void) {
 static void test_math_special_values(void) {
   float x[6] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 88.0f}, out[6];
   int64_t n = 6;
-  tpu_tensor t[2] = {host_view(x, TPU_FLOAT32, 1, &n, NULL), host_view(out, TPU_FLOAT32, 1, &n, NULL)};
+  tpu_tensor t[2] = {host_view(x, TPU_FLOAT32, 1, &n, NULL),
+                     host_view(out, TPU_FLOAT32, 1, &n, NULL)};
   CHECK_OK(run(TPU_OP_EXP, TPU_FLOAT32, t, 1, 1, NO_SCALAR, NO_SCALAR));
   CHECK(out[0] == 1 && out[1] == 1 && isinf(out[2]) && out[3] == 0 && isnan(out[4]));
   CHECK(fabsf(out[5] - expf(88.0f)) <= 2.5e-7f * expf(88.0f));

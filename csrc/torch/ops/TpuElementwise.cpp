@@ -94,7 +94,8 @@ bool is_native(const at::TensorIteratorBase& it) {
 }
 
 void run(tpu_op_id op, at::ScalarType compute, std::initializer_list<Input> inputs,
-         std::initializer_list<const at::TensorBase*> outputs, std::initializer_list<Param> params) {
+         std::initializer_list<const at::TensorBase*> outputs,
+         std::initializer_list<Param> params) {
   const at::TensorBase& out0 = **outputs.begin();
   if (out0.numel() == 0) {
     return;

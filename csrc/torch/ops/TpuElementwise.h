@@ -140,6 +140,16 @@ void plain(const at::TensorIteratorBase& it, A...) {
   run(Op, it);
 }
 
+// The plain run functions of unary, binary, ternary and tensor-scalar ops.
+template <tpu_op_id Op>
+constexpr auto unary = &plain<Op, const at::Tensor&>;
+template <tpu_op_id Op>
+constexpr auto binary = &plain<Op, const at::Tensor&, const at::Tensor&>;
+template <tpu_op_id Op>
+constexpr auto ternary = &plain<Op, const at::Tensor&, const at::Tensor&, const at::Tensor&>;
+template <tpu_op_id Op>
+constexpr auto with_scalar = &plain<Op, const at::Tensor&, const at::Scalar&>;
+
 } // namespace torch_tpu::ew
 
 // Registers the functional, in-place and out= kernels of a structured op under their schema names

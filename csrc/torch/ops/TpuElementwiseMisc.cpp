@@ -1,7 +1,7 @@
 // The elementwise ops whose ATen kernels are not plain structured ones: clamps (optional bounds,
 // NaN bounds), pow with a scalar, where and masked_fill, the logical ops, and the backend ops
-// ATen writes by hand (relu, hardtanh, hardswish, abs, isnan, nan_to_num, floor_divide, rsub). Where
-// ATen has no meta, a structured meta with the same TensorIterator rules stands in for it.
+// ATen writes by hand (relu, hardtanh, hardswish, abs, isnan, nan_to_num, floor_divide, rsub).
+// Where ATen has no meta, a structured meta with the same TensorIterator rules stands in for it.
 #include <ATen/ExpandUtils.h>
 #include <ATen/ScalarOps.h>
 #include <ATen/native/Resize.h>
@@ -142,7 +142,8 @@ Tensor clamp_scalar(const Tensor& self, const std::optional<Scalar>& min,
   run_clamp(it, self, min, max);
   return std::move(it.outputs_[0]);
 }
-Tensor& clamp_scalar_(Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
+Tensor& clamp_scalar_(Tensor& self, const std::optional<Scalar>& min,
+                      const std::optional<Scalar>& max) {
   Inplace<structured_clamp> it(self);
   run_clamp(it, self, min, max);
   return self;
@@ -196,7 +197,8 @@ Tensor& relu_(Tensor& self) {
   return clamp_scalar_(self, Scalar(0), std::nullopt);
 }
 // hardtanh's bounds do not promote an integer input: they are truncated to integers first.
-std::pair<Scalar, Scalar> hardtanh_bounds(const Tensor& self, const Scalar& min, const Scalar& max) {
+std::pair<Scalar, Scalar> hardtanh_bounds(const Tensor& self, const Scalar& min,
+                                          const Scalar& max) {
   TORCH_CHECK(self.scalar_type() != at::kBool, "Bool inputs not supported for hardtanh");
   if (!at::isIntegralType(self.scalar_type(), /*includeBool=*/false)) {
     return {min, max};
@@ -253,7 +255,7 @@ Tensor wrapped(const Scalar& s) {
 constexpr char kRemainder[] = "remainder.Tensor";
 constexpr char kSub[] = "sub.Tensor";
 using RemainderOps = Structured<structured_remainder_Tensor, kRemainder,
-                                plain<TPU_OP_REMAINDER, const Tensor&, const Tensor&>>;
+                                binary<TPU_OP_REMAINDER>>;
 void sub_run(const Iter& it, const Tensor&, const Tensor&, const Scalar& alpha) {
   run(TPU_OP_ADD, it, {{-alpha}});
 }
@@ -406,9 +408,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("clamp.Tensor_out", TORCH_FN(clamp_tensor_out));
   TPU_EW_OP(m, structured_clamp_min, clamp_min, "clamp_min", "clamp_min_", "clamp_min.out");
   TPU_EW_OP(m, structured_clamp_max, clamp_max, "clamp_max", "clamp_max_", "clamp_max.out");
-  TPU_EW_OP(m, structured_clamp_min_Tensor, (plain<TPU_OP_MAXIMUM, const Tensor&, const Tensor&>),
+  TPU_EW_OP(m, structured_clamp_min_Tensor, binary<TPU_OP_MAXIMUM>,
             "clamp_min.Tensor", "clamp_min_.Tensor", "clamp_min.Tensor_out");
-  TPU_EW_OP(m, structured_clamp_max_Tensor, (plain<TPU_OP_MINIMUM, const Tensor&, const Tensor&>),
+  TPU_EW_OP(m, structured_clamp_max_Tensor, binary<TPU_OP_MINIMUM>,
             "clamp_max.Tensor", "clamp_max_.Tensor", "clamp_max.Tensor_out");
   m.impl("relu", TORCH_FN(relu));
   m.impl("relu_", TORCH_FN(relu_));
@@ -417,11 +419,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("hardtanh.out", TORCH_FN(hardtanh_out));
   TPU_EW_STRUCTURED(m, HardtanhBackwardMeta, hardtanh_backward, "hardtanh_backward",
                     "hardtanh_backward", "", "hardtanh_backward.grad_input");
-  TPU_EW_STRUCTURED(m, HardswishMeta, (plain<TPU_OP_HARDSWISH, const Tensor&>), "hardswish",
+  TPU_EW_STRUCTURED(m, HardswishMeta, unary<TPU_OP_HARDSWISH>, "hardswish",
                     "hardswish", "hardswish_", "hardswish.out");
-  TPU_EW_STRUCTURED(m, GradMeta, (plain<TPU_OP_HARDSWISH_BACKWARD, const Tensor&, const Tensor&>),
+  TPU_EW_STRUCTURED(m, GradMeta, binary<TPU_OP_HARDSWISH_BACKWARD>,
                     "hardswish_backward", "hardswish_backward", "", "");
-  TPU_EW_STRUCTURED(m, FloorDivideMeta, (plain<TPU_OP_DIV_FLOOR, const Tensor&, const Tensor&>),
+  TPU_EW_STRUCTURED(m, FloorDivideMeta, binary<TPU_OP_DIV_FLOOR>,
                     "floor_divide", "floor_divide", "floor_divide_.Tensor", "floor_divide.out");
   m.impl("abs.out", TORCH_FN(abs_out));
   TPU_EW_OP(m, structured_pow_Tensor_Scalar, pow_scalar, "pow.Tensor_Scalar", "pow_.Scalar",

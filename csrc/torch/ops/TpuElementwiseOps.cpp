@@ -146,33 +146,37 @@ void addcdiv(const Iter& it, const Tensor&, const Tensor&, const Tensor&, const 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   TPU_EW_OP(m, structured_add_Tensor, add, "add.Tensor", "add_.Tensor", "add.out");
   TPU_EW_OP(m, structured_sub_Tensor, sub, "sub.Tensor", "sub_.Tensor", "sub.out");
-  TPU_EW_OP(m, structured_mul_Tensor, (plain<TPU_OP_MUL, const Tensor&, const Tensor&>), "mul.Tensor",
-            "mul_.Tensor", "mul.out");
-  TPU_EW_OP(m, structured_div_Tensor, (plain<TPU_OP_DIV, const Tensor&, const Tensor&>), "div.Tensor",
-            "div_.Tensor", "div.out");
+  TPU_EW_OP(m, structured_mul_Tensor, binary<TPU_OP_MUL>, "mul.Tensor", "mul_.Tensor", "mul.out");
+  TPU_EW_OP(m, structured_div_Tensor, binary<TPU_OP_DIV>, "div.Tensor", "div_.Tensor", "div.out");
   TPU_EW_OP(m, structured_div_Tensor_mode, div_mode, "div.Tensor_mode", "div_.Tensor_mode",
             "div.out_mode");
-#define BINARY(op, name, inplace, out)                                                             \
-  TPU_EW_OP(m, structured_##name, (plain<TPU_OP_##op, const Tensor&, const Tensor&>), #name, inplace, \
-            out)
+// Binary ops: (core op, meta suffix, the schema's overload name after `name`, in-place, out=).
+#define BINARY(op, meta, name, inplace, out)                                                       \
+  TPU_EW_OP(m, structured_##meta, binary<TPU_OP_##op>, name, inplace, out)
   // clang-format off
-  BINARY(ATAN2, atan2, "atan2_", "atan2.out");
-  BINARY(COPYSIGN, copysign_Tensor, "copysign_.Tensor", "copysign.out");
-  BINARY(POW, pow_Tensor_Tensor, "pow_.Tensor", "pow.Tensor_Tensor_out");
-  BINARY(MAXIMUM, maximum, "", "maximum.out");
-  BINARY(MINIMUM, minimum, "", "minimum.out");
-  BINARY(FMOD, fmod_Tensor, "fmod_.Tensor", "fmod.Tensor_out");
-  BINARY(REMAINDER, remainder_Tensor, "remainder_.Tensor", "remainder.Tensor_out");
-  BINARY(BITWISE_AND, bitwise_and_Tensor, "bitwise_and_.Tensor", "bitwise_and.Tensor_out");
-  BINARY(BITWISE_OR, bitwise_or_Tensor, "bitwise_or_.Tensor", "bitwise_or.Tensor_out");
-  BINARY(BITWISE_XOR, bitwise_xor_Tensor, "bitwise_xor_.Tensor", "bitwise_xor.Tensor_out");
-  BINARY(SIGMOID_BACKWARD, sigmoid_backward, "", "sigmoid_backward.grad_input");
-  BINARY(TANH_BACKWARD, tanh_backward, "", "tanh_backward.grad_input");
-  BINARY(SILU_BACKWARD, silu_backward, "", "silu_backward.grad_input");
-  BINARY(HARDSIGMOID_BACKWARD, hardsigmoid_backward, "", "hardsigmoid_backward.grad_input");
+  BINARY(ATAN2, atan2, "atan2", "atan2_", "atan2.out");
+  BINARY(COPYSIGN, copysign_Tensor, "copysign.Tensor", "copysign_.Tensor", "copysign.out");
+  BINARY(POW, pow_Tensor_Tensor, "pow.Tensor_Tensor", "pow_.Tensor", "pow.Tensor_Tensor_out");
+  BINARY(MAXIMUM, maximum, "maximum", "", "maximum.out");
+  BINARY(MINIMUM, minimum, "minimum", "", "minimum.out");
+  BINARY(FMOD, fmod_Tensor, "fmod.Tensor", "fmod_.Tensor", "fmod.Tensor_out");
+  BINARY(REMAINDER, remainder_Tensor, "remainder.Tensor", "remainder_.Tensor",
+         "remainder.Tensor_out");
+  BINARY(BITWISE_AND, bitwise_and_Tensor, "bitwise_and.Tensor", "bitwise_and_.Tensor",
+         "bitwise_and.Tensor_out");
+  BINARY(BITWISE_OR, bitwise_or_Tensor, "bitwise_or.Tensor", "bitwise_or_.Tensor",
+         "bitwise_or.Tensor_out");
+  BINARY(BITWISE_XOR, bitwise_xor_Tensor, "bitwise_xor.Tensor", "bitwise_xor_.Tensor",
+         "bitwise_xor.Tensor_out");
+  BINARY(SIGMOID_BACKWARD, sigmoid_backward, "sigmoid_backward", "",
+         "sigmoid_backward.grad_input");
+  BINARY(TANH_BACKWARD, tanh_backward, "tanh_backward", "", "tanh_backward.grad_input");
+  BINARY(SILU_BACKWARD, silu_backward, "silu_backward", "", "silu_backward.grad_input");
+  BINARY(HARDSIGMOID_BACKWARD, hardsigmoid_backward, "hardsigmoid_backward", "",
+         "hardsigmoid_backward.grad_input");
 #define COMPARISON(op, name)                                                                       \
-  BINARY(op, name##_Tensor, #name "_.Tensor", #name ".Tensor_out");                                \
-  TPU_EW_OP(m, structured_##name##_Scalar, (plain<TPU_OP_##op, const Tensor&, const Scalar&>), #name ".Scalar",   \
+  BINARY(op, name##_Tensor, #name ".Tensor", #name "_.Tensor", #name ".Tensor_out");               \
+  TPU_EW_OP(m, structured_##name##_Scalar, with_scalar<TPU_OP_##op>, #name ".Scalar",             \
             #name "_.Scalar", #name ".Scalar_out")
   COMPARISON(EQ, eq);
   COMPARISON(NE, ne);
@@ -183,7 +187,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   // clang-format on
 #undef COMPARISON
 #undef BINARY
-  TPU_EW_OP(m, structured_lerp_Tensor, (plain<TPU_OP_LERP, const Tensor&, const Tensor&, const Tensor&>),
+  TPU_EW_OP(m, structured_lerp_Tensor, ternary<TPU_OP_LERP>,
             "lerp.Tensor", "lerp_.Tensor", "lerp.Tensor_out");
   TPU_EW_OP(m, structured_lerp_Scalar, lerp_scalar, "lerp.Scalar", "lerp_.Scalar",
             "lerp.Scalar_out");
@@ -194,7 +198,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 // Unary math, rounding and predicates.
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 #define UNARY(op, name, inplace, out)                                                              \
-  TPU_EW_OP(m, structured_##name, (plain<TPU_OP_##op, const Tensor&>), #name, inplace, out)
+  TPU_EW_OP(m, structured_##name, unary<TPU_OP_##op>, #name, inplace, out)
 #define UNARY3(op, name) UNARY(op, name, #name "_", #name ".out")
   // clang-format off
   UNARY3(NEG, neg); UNARY3(SIGN, sign); UNARY3(SQRT, sqrt); UNARY3(RSQRT, rsqrt);

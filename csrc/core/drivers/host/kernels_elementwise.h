@@ -17,7 +17,7 @@
 #include "drivers/host/kernels_internal.h"
 #include "drivers/host/tpu_elementwise.h"
 
-/* The loops are written once for signed and unsigned types, so `x < 0` is sometimes always false. */
+/* Loops are written once for signed and unsigned types: `x < 0` is sometimes always false. */
 #pragma GCC diagnostic ignored "-Wtype-limits"
 
 #define EW_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
@@ -30,14 +30,14 @@
                                   s3 = EW_PARAM(S, 3)
 
 /* Inside a loop, T is the parameter type (and, for ops of one type, every operand's type) and U
- * the unsigned type integer arithmetic wraps in (signed overflow is undefined in C; PyTorch's integer
- * ops wrap), so loop expressions can name them. */
+ * the unsigned type integer arithmetic wraps in (signed overflow is undefined in C; PyTorch's
+ * integer ops wrap), so loop expressions can name them. */
 #define EW_TYPES(S_, U_)                                                                           \
   typedef S_ T __attribute__((unused));                                                            \
   typedef U_ U __attribute__((unused));                                                            \
   EW_PARAMS(T)
 
-#define EW_LOOP1(name, S_, U_, TO, TA, expr)                                                            \
+#define EW_LOOP1(name, S_, U_, TO, TA, expr)                                                       \
   EW_CLONES static void name(char **data, int64_t n, const tpu_ew_ctx *P) {                        \
     EW_TYPES(S_, U_);                                                                              \
     TO *o = (TO *)data[0];                                                                         \
@@ -49,7 +49,7 @@
     }                                                                                              \
   }
 
-#define EW_LOOP2(name, S_, U_, TO, TA, TB, expr)                                                        \
+#define EW_LOOP2(name, S_, U_, TO, TA, TB, expr)                                                   \
   EW_CLONES static void name(char **data, int64_t n, const tpu_ew_ctx *P) {                        \
     EW_TYPES(S_, U_);                                                                              \
     TO *o = (TO *)data[0];                                                                         \
@@ -62,7 +62,7 @@
     }                                                                                              \
   }
 
-#define EW_LOOP3(name, S_, U_, TO, TA, TB, TC, expr)                                                    \
+#define EW_LOOP3(name, S_, U_, TO, TA, TB, TC, expr)                                               \
   EW_CLONES static void name(char **data, int64_t n, const tpu_ew_ctx *P) {                        \
     EW_TYPES(S_, U_);                                                                              \
     TO *o = (TO *)data[0];                                                                         \
@@ -78,7 +78,8 @@
   }
 
 /* Applies X(DTYPE, T, U, ...) to every dtype of a family: its C type T and wrapping type U. */
-#define EW_FLOATS(X, ...) X(FLOAT32, float, float, __VA_ARGS__) X(FLOAT64, double, double, __VA_ARGS__)
+#define EW_FLOATS(X, ...)                                                                          \
+  X(FLOAT32, float, float, __VA_ARGS__) X(FLOAT64, double, double, __VA_ARGS__)
 #define EW_INTS(X, ...)                                                                            \
   X(UINT8, uint8_t, uint32_t, __VA_ARGS__) X(INT8, int8_t, uint32_t, __VA_ARGS__)                  \
   X(INT16, int16_t, uint32_t, __VA_ARGS__) X(INT32, int32_t, uint32_t, __VA_ARGS__)                \

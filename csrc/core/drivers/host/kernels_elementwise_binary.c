@@ -38,22 +38,22 @@ EW_KERNEL(tpu_kernel_div, div_op)
 /* ---- integer division: no SIMD for it, so plain functions; b == -1 is done by negation because
  * INT_MIN / -1 overflows (and traps on x86). ---- */
 #define INT_DIVS(D, T, U, unused)                                                                  \
-  static inline T i_trunc_div_##D(T a, T b, const tpu_ew_ctx *P) {                                   \
+  static inline T i_trunc_div_##D(T a, T b, const tpu_ew_ctx *P) {                                 \
     if (b == 0)                                                                                    \
       return ew_flag_zero_division(P), (T)0;                                                       \
     return b == -1 ? (T)(0 - (U)a) : (T)(a / b);                                                   \
   }                                                                                                \
-  static inline T i_c_mod_##D(T a, T b, const tpu_ew_ctx *P) {                                       \
+  static inline T i_c_mod_##D(T a, T b, const tpu_ew_ctx *P) {                                     \
     if (b == 0)                                                                                    \
       return ew_flag_zero_division(P), (T)0;                                                       \
     return b == -1 ? (T)0 : (T)(a % b);                                                            \
   }                                                                                                \
-  static inline T i_floor_div_##D(T a, T b, const tpu_ew_ctx *P) {                                   \
-    T q = i_trunc_div_##D(a, b, P);                                                                  \
-    return b != 0 && (a < 0) != (b < 0) && i_c_mod_##D(a, b, P) != 0 ? (T)(q - 1) : q;              \
+  static inline T i_floor_div_##D(T a, T b, const tpu_ew_ctx *P) {                                 \
+    T q = i_trunc_div_##D(a, b, P);                                                                \
+    return b != 0 && (a < 0) != (b < 0) && i_c_mod_##D(a, b, P) != 0 ? (T)(q - 1) : q;             \
   }                                                                                                \
-  static inline T i_py_mod_##D(T a, T b, const tpu_ew_ctx *P) {                                      \
-    T r = i_c_mod_##D(a, b, P);                                                                      \
+  static inline T i_py_mod_##D(T a, T b, const tpu_ew_ctx *P) {                                    \
+    T r = i_c_mod_##D(a, b, P);                                                                    \
     return r != 0 && (r < 0) != (b < 0) ? (T)((U)r + (U)b) : r;                                    \
   }
 EW_INTS(INT_DIVS, unused)
@@ -78,7 +78,7 @@ EW_INTS(INT_DIV_LOOP, c_mod)
     T floordiv = floor(div);                                                                       \
     return div - floordiv > (T)0.5 ? floordiv + 1 : floordiv;                                      \
   }                                                                                                \
-  static inline T f_py_mod_##D(T a, T b) {                                                           \
+  static inline T f_py_mod_##D(T a, T b) {                                                         \
     T mod = fmod(a, b);                                                                            \
     return mod != 0 && (b < 0) != (mod < 0) ? mod + b : mod;                                       \
   }

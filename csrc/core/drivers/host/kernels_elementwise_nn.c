@@ -32,7 +32,8 @@
 /* ---- clamps and threshold: std::min(std::max(a, lo), hi) ---- */
 #define MAX_(x, y) ((x) < (y) ? (y) : (x))
 #define MIN_(x, y) ((y) < (x) ? (y) : (x))
-NUMBER_OP(EW_GEN1, clamp, tpu_kernel_clamp, a != a ? a : MIN_(MAX_(a, s0), s1), MIN_(MAX_(a, s0), s1))
+NUMBER_OP(EW_GEN1, clamp, tpu_kernel_clamp, a != a ? a : MIN_(MAX_(a, s0), s1),
+          MIN_(MAX_(a, s0), s1))
 NUMBER_OP(EW_GEN1, clamp_min, tpu_kernel_clamp_min, a != a ? a : MAX_(a, s0), MAX_(a, s0))
 NUMBER_OP(EW_GEN1, clamp_max, tpu_kernel_clamp_max, a != a ? a : MIN_(a, s0), MIN_(a, s0))
 NUMBER_OP(EW_GEN3, clamp_tensor, tpu_kernel_clamp_tensor,
@@ -50,8 +51,8 @@ FLOAT_OP(EW_GEN2, gelu_backward, tpu_kernel_gelu_backward,
 FLOAT_OP(EW_GEN1, gelu_tanh, tpu_kernel_gelu_tanh,
          (T)0.5 * a * (1 + EW_TANH(GELU_TANH_BETA * (a + GELU_KAPPA * (a * a * a)))))
 
-#define GELU_TANH_BACKWARD(D, T_, U, op, unused)                                                            \
-  static inline T_ op##_##D##_value(T_ dy, T_ x) {                                                    \
+#define GELU_TANH_BACKWARD(D, T_, U, op, unused)                                                   \
+  static inline T_ op##_##D##_value(T_ dy, T_ x) {                                                 \
     typedef T_ T;                                                                                  \
     T x_sq = x * x;                                                                                \
     T tanh_inner = EW_TANH(GELU_TANH_BETA * (x + GELU_KAPPA * (x_sq * x)));                        \
@@ -66,8 +67,8 @@ FLOAT_OP(GELU_TANH_BACKWARD, gelu_tanh_backward, tpu_kernel_gelu_tanh_backward, 
 
 /* ---- sigmoid family ---- */
 FLOAT_OP(EW_GEN1, silu, tpu_kernel_silu, a / (1 + EW_EXP(-a)))
-#define SILU_BACKWARD(D, T_, U, op, unused)                                                                 \
-  static inline T_ op##_##D##_value(T_ dy, T_ x) {                                                    \
+#define SILU_BACKWARD(D, T_, U, op, unused)                                                        \
+  static inline T_ op##_##D##_value(T_ dy, T_ x) {                                                 \
     typedef T_ T;                                                                                  \
     T sigmoid = 1 / (1 + EW_EXP(-x));                                                              \
     return dy * sigmoid * (1 + x * (1 - sigmoid));                                                 \
@@ -78,8 +79,8 @@ FLOAT_OP(EW_GEN2, sigmoid_backward, tpu_kernel_sigmoid_backward, a * (1 - b) * b
 FLOAT_OP(EW_GEN2, tanh_backward, tpu_kernel_tanh_backward, a * fma(-b, b, (T)1)) /* as CPU: fused */
 
 FLOAT_OP(EW_GEN1, mish, tpu_kernel_mish, a * EW_TANH(log1p(EW_EXP(a))))
-#define MISH_BACKWARD(D, T_, U, op, unused)                                                                 \
-  static inline T_ op##_##D##_value(T_ dy, T_ x) {                                                    \
+#define MISH_BACKWARD(D, T_, U, op, unused)                                                        \
+  static inline T_ op##_##D##_value(T_ dy, T_ x) {                                                 \
     typedef T_ T;                                                                                  \
     T sigmoid = 1 / (1 + EW_EXP(-x));                                                              \
     T tanh_softplus = EW_TANH(log1p(EW_EXP(x)));                                                   \
@@ -91,8 +92,8 @@ FLOAT_OP(MISH_BACKWARD, mish_backward, tpu_kernel_mish_backward, unused)
 /* ---- softplus, elu, leaky_relu ---- */
 FLOAT_OP(EW_GEN1, softplus, tpu_kernel_softplus,
          a * s0 > s1 ? a : log1p(EW_EXP(a * s0)) / s0)
-#define SOFTPLUS_BACKWARD(D, T_, U, op, unused)                                                             \
-  static inline T_ op##_##D##_value(T_ dy, T_ x, T_ beta, T_ threshold) {                               \
+#define SOFTPLUS_BACKWARD(D, T_, U, op, unused)                                                    \
+  static inline T_ op##_##D##_value(T_ dy, T_ x, T_ beta, T_ threshold) {                          \
     typedef T_ T;                                                                                  \
     T z = EW_EXP(x * beta);                                                                        \
     return x * beta > threshold ? dy : dy * z / (z + 1);                                           \
@@ -131,7 +132,8 @@ static const tpu_ew_op where_op = {
 EW_KERNEL(tpu_kernel_where, where_op)
 
 /* The vectorized form of PyTorch's lerp: one fma from whichever end is nearer. */
-#define LERP_VALUE(a, b, w) fma(fabs(w) < (T)0.5 ? (w) : (w) - 1, (b) - (a), fabs(w) < (T)0.5 ? (a) : (b))
+#define LERP_VALUE(a, b, w)                                                                        \
+  fma(fabs(w) < (T)0.5 ? (w) : (w) - 1, (b) - (a), fabs(w) < (T)0.5 ? (a) : (b))
 FLOAT_OP(EW_GEN3, lerp, tpu_kernel_lerp, LERP_VALUE(a, b, c))
 FLOAT_OP(EW_GEN2, lerp_scalar, tpu_kernel_lerp_scalar, LERP_VALUE(a, b, s0))
 

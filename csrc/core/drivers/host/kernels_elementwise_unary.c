@@ -69,13 +69,13 @@ FLOAT_UNARY(round_decimals, tpu_kernel_round_decimals,
 /* pow with a scalar exponent s0: PyTorch CPU computes these exponents without pow(). Each form is
  * its own loop so that every one vectorizes. */
 #define POW_FORMS(D, T, U, unused)                                                                 \
-  EW_LOOP1(pow_sq_##D, T, U, T, T, a * a)                                                             \
-  EW_LOOP1(pow_cube_##D, T, U, T, T, a * a * a)                                                       \
-  EW_LOOP1(pow_sqrt_##D, T, U, T, T, sqrt(a))                                                         \
-  EW_LOOP1(pow_rsqrt_##D, T, U, T, T, 1 / sqrt(a))                                                    \
-  EW_LOOP1(pow_recip_##D, T, U, T, T, 1 / a)                                                          \
-  EW_LOOP1(pow_rsq_##D, T, U, T, T, 1 / (a * a))                                                      \
-  EW_LOOP1(pow_any_##D, T, U, T, T, pow(a, s0))                                                       \
+  EW_LOOP1(pow_sq_##D, T, U, T, T, a * a)                                                          \
+  EW_LOOP1(pow_cube_##D, T, U, T, T, a * a * a)                                                    \
+  EW_LOOP1(pow_sqrt_##D, T, U, T, T, sqrt(a))                                                      \
+  EW_LOOP1(pow_rsqrt_##D, T, U, T, T, 1 / sqrt(a))                                                 \
+  EW_LOOP1(pow_recip_##D, T, U, T, T, 1 / a)                                                       \
+  EW_LOOP1(pow_rsq_##D, T, U, T, T, 1 / (a * a))                                                   \
+  EW_LOOP1(pow_any_##D, T, U, T, T, pow(a, s0))                                                    \
   static void pow_scalar_##D(char **data, int64_t n, const tpu_ew_ctx *P) {                        \
     T e = EW_PARAM(T, 0);                                                                          \
     tpu_ew_loop loop = e == 2 ? pow_sq_##D : e == 3 ? pow_cube_##D : e == 0.5 ? pow_sqrt_##D       \

@@ -228,5 +228,7 @@ tpu_status tpu_ew_run(const tpu_op_call *call, const tpu_ew_op *op) {
   load_ctx(&p.ctx, call);
   p.ctx.failed = &failed;
   tpu_iter_run_parallel(&p.it, run_plan, &p);
-  return __atomic_load_n(&failed, __ATOMIC_RELAXED) ? tpu_error(TPU_ERR_RUNTIME, "ZeroDivisionError") : TPU_OK;
+  if (__atomic_load_n(&failed, __ATOMIC_RELAXED))
+    return tpu_error(TPU_ERR_RUNTIME, "ZeroDivisionError");
+  return TPU_OK;
 }

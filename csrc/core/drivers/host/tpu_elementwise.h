@@ -35,7 +35,7 @@
 
 /* What an inner loop reads besides its operands: the call, and its scalars (call->scalars) already
  * converted to each C type, so a loop of any dtype finds its parameters ready. Scalars hold .f for
- * floating compute dtypes and .i for integer and bool ones; the other views are then meaningless. */
+ * floating compute dtypes and .i for integer and bool ones (the other views are meaningless). */
 typedef struct tpu_ew_ctx {
   const tpu_op_call *call;
   int *failed; /* a loop stores 1 here (atomically) on an integer division by zero */
