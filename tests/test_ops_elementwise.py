@@ -464,3 +464,24 @@ def test_every_tpu_registration_names_a_real_operator() -> None:
         except RuntimeError:
             bogus.append(full)
     assert bogus == []
+
+
+def test_complex_runs_on_host_and_is_counted(eager_mode: str) -> None:
+    """Complex operands are not computed natively: they run on the host, counted as fallbacks."""
+    c = torch.randn(4, 3, dtype=torch.complex64, generator=torch.Generator().manual_seed(0))
+    fns: list[Callable[[torch.Tensor], torch.Tensor]] = [
+        lambda x: x * (1 + 2j),
+        lambda x: x + x,
+        torch.abs,
+        torch.isnan,
+        lambda x: torch.where(x.real > 0, x, x * 2),
+        lambda x: x.clone().masked_fill_(x.real > 0, 1j),
+    ]
+    for fn in fns:
+        expected = fn(c)
+        torch.tpu.synchronize()
+        torch.tpu.reset_op_stats()
+        actual = fn(c.to(DEV))
+        assert actual.dtype == expected.dtype and actual.shape == expected.shape
+        torch.testing.assert_close(actual.cpu(), expected)
+        assert torch.tpu.fallback_stats(), "a complex op should be counted as a fallback"

@@ -55,7 +55,8 @@ bool is_native(const at::TensorIteratorBase& it);
 inline at::Tensor to_host(const at::Tensor& t) {
   return t.defined() && t.is_privateuseone() ? t.to(at::kCPU) : t;
 }
-template <typename T>
+template <typename T,
+          typename = std::enable_if_t<!std::is_base_of_v<at::TensorBase, std::decay_t<T>>>>
 T&& to_host(T&& v) {
   return std::forward<T>(v);
 }
