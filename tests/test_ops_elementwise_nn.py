@@ -30,6 +30,7 @@ ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "hardsigmoid": F.hardsigmoid,
     "mish": F.mish,
     "threshold": lambda x: F.threshold(x, 0.3, -2.0),
+    "logit_eps": lambda x: torch.logit(torch.sigmoid(x), eps=0.2),
 }
 EXACT = {"relu", "hardtanh", "relu6", "threshold", "leaky_relu", "hardsigmoid", "hardswish"}
 
@@ -42,6 +43,8 @@ def finite(dtype: torch.dtype, shape: tuple[int, ...] = (6, 7), seed: int = 0) -
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 @pytest.mark.parametrize("name", list(ACTIVATIONS))
 def test_activation_forward(name: str, dtype: torch.dtype, eager_mode: str) -> None:
+    if name == "logit_eps" and dtype in (torch.bfloat16, torch.float16):
+        pytest.skip("CPU rounds each step in these dtypes: test_logit_rounds_once")
     fn = ACTIVATIONS[name]
     x = sample(dtype) if name != "gelu" else finite(dtype)
     compare(fn, x, approx=name not in EXACT)
@@ -78,6 +81,8 @@ GRAD_ACTIVATIONS = [n for n in ACTIVATIONS if n not in {"threshold"}]
 @pytest.mark.parametrize("name", GRAD_ACTIVATIONS)
 def test_activation_gradients(name: str, dtype: torch.dtype, eager_mode: str) -> None:
     """Backward ops (gelu_backward, silu_backward, threshold_backward, ...) against CPU."""
+    if name == "logit_eps" and dtype == torch.bfloat16:
+        pytest.skip("CPU rounds each step of bfloat16 logit")
     fn = ACTIVATIONS[name]
     x = finite(dtype, (5, 8))
     g = finite(dtype, (5, 8), seed=7)

@@ -62,6 +62,8 @@
   X(ROUND_DECIMALS, "round_decimals", tpu_kernel_round_decimals) \
   X(TRUNC, "trunc", tpu_kernel_trunc) \
   X(FRAC, "frac", tpu_kernel_frac) \
+  X(ERFINV, "erfinv", tpu_kernel_erfinv) \
+  X(LOGIT, "logit", tpu_kernel_logit) \
   X(POW_SCALAR, "pow_scalar", tpu_kernel_pow_scalar) \
   X(BITWISE_NOT, "bitwise_not", tpu_kernel_bitwise_not) \
   X(LOGICAL_NOT, "logical_not", tpu_kernel_logical_not) \
@@ -93,6 +95,7 @@
   X(LEAKY_RELU, "leaky_relu", tpu_kernel_leaky_relu) \
   X(LEAKY_RELU_BACKWARD, "leaky_relu_backward", tpu_kernel_leaky_relu_backward) \
   X(HARDTANH_BACKWARD, "hardtanh_backward", tpu_kernel_hardtanh_backward) \
+  X(LOGIT_BACKWARD, "logit_backward", tpu_kernel_logit_backward) \
   X(HARDSWISH, "hardswish", tpu_kernel_hardswish) \
   X(HARDSWISH_BACKWARD, "hardswish_backward", tpu_kernel_hardswish_backward) \
   X(HARDSIGMOID, "hardsigmoid", tpu_kernel_hardsigmoid) \

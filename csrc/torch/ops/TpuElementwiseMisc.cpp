@@ -24,6 +24,7 @@
 #include <ATen/ops/where.h>
 #include <ATen/ops/round_meta.h>
 #include <ATen/ops/sigmoid_backward_meta.h>
+#include <ATen/ops/sigmoid_meta.h>
 #include <ATen/ops/sub_meta.h>
 #include <torch/library.h>
 
@@ -52,6 +53,9 @@ struct HardswishMeta : structured_neg {
 };
 struct AbsMeta : structured_neg { // neg's iterator rules, without its refusal of bool
   void meta(const Tensor& self) { build_borrowing_unary_op(maybe_get_output(), self); }
+};
+struct LogitMeta : structured_sigmoid { // a unary float op: integers promote
+  void meta(const Tensor& self, std::optional<double>) { structured_sigmoid::meta(self); }
 };
 struct GradMeta : structured_sigmoid_backward {}; // a binary op of (grad, input)
 struct HardtanhBackwardMeta : structured_sigmoid_backward {
@@ -110,6 +114,10 @@ void round_decimals(const Iter& it, const Tensor&, int64_t decimals) {
   const Scalar ten_pow(std::pow(10.0, static_cast<double>(std::abs(decimals))));
   const Scalar negative(decimals < 0 ? 1.0 : 0.0);
   run(TPU_OP_ROUND_DECIMALS, it, {opmath(ten_pow), opmath(negative)});
+}
+void logit(const Iter& it, const Tensor&, std::optional<double> eps) {
+  const Scalar e(eps.value_or(-1.0));
+  run(TPU_OP_LOGIT, it, {opmath(e)});
 }
 void hardtanh_backward(const Iter& it, const Tensor&, const Tensor&, const Scalar& min,
                        const Scalar& max) {
@@ -419,6 +427,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("hardtanh.out", TORCH_FN(hardtanh_out));
   TPU_EW_STRUCTURED(m, HardtanhBackwardMeta, hardtanh_backward, "hardtanh_backward",
                     "hardtanh_backward", "", "hardtanh_backward.grad_input");
+  TPU_EW_STRUCTURED(m, LogitMeta, logit, "logit", "logit", "logit_", "logit.out");
   TPU_EW_STRUCTURED(m, HardswishMeta, unary<TPU_OP_HARDSWISH>, "hardswish",
                     "hardswish", "hardswish_", "hardswish.out");
   TPU_EW_STRUCTURED(m, GradMeta, binary<TPU_OP_HARDSWISH_BACKWARD>,

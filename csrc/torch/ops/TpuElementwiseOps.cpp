@@ -21,6 +21,7 @@
 #include <ATen/ops/eq_meta.h>
 #include <ATen/ops/erf_meta.h>
 #include <ATen/ops/erfc_meta.h>
+#include <ATen/ops/erfinv_meta.h>
 #include <ATen/ops/exp_meta.h>
 #include <ATen/ops/exp2_meta.h>
 #include <ATen/ops/expm1_meta.h>
@@ -40,6 +41,7 @@
 #include <ATen/ops/leaky_relu_backward_meta.h>
 #include <ATen/ops/lerp_meta.h>
 #include <ATen/ops/log_meta.h>
+#include <ATen/ops/logit_backward_meta.h>
 #include <ATen/ops/log10_meta.h>
 #include <ATen/ops/log1p_meta.h>
 #include <ATen/ops/log2_meta.h>
@@ -130,6 +132,10 @@ void threshold_backward(const Iter& it, const Tensor&, const Tensor&, const Scal
   static const Scalar zero(0);
   run(TPU_OP_THRESHOLD, it, {{threshold}, {zero}}); // inputs (self, grad): self <= t ? 0 : grad
 }
+void logit_backward(const Iter& it, const Tensor&, const Tensor&, std::optional<double> eps) {
+  const Scalar e(eps.value_or(-1.0));
+  run(TPU_OP_LOGIT_BACKWARD, it, {opmath(e)});
+}
 void lerp_scalar(const Iter& it, const Tensor&, const Tensor&, const Scalar& weight) {
   run(TPU_OP_LERP_SCALAR, it, {opmath(weight)});
 }
@@ -209,7 +215,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   UNARY3(ERF, erf); UNARY3(ERFC, erfc); UNARY3(SIGMOID, sigmoid); UNARY3(FLOOR, floor);
   UNARY3(CEIL, ceil); UNARY3(ROUND, round); UNARY3(TRUNC, trunc); UNARY3(FRAC, frac);
   UNARY3(BITWISE_NOT, bitwise_not); UNARY3(SILU, silu); UNARY3(MISH, mish);
-  UNARY3(HARDSIGMOID, hardsigmoid);
+  UNARY3(HARDSIGMOID, hardsigmoid); UNARY3(ERFINV, erfinv);
   UNARY(ISNEGINF, isneginf, "", "isneginf.out");
   UNARY(ISPOSINF, isposinf, "", "isposinf.out");
   // clang-format on
@@ -232,6 +238,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   TPU_EW_OP(m, structured_leaky_relu_backward, leaky_relu_backward, "leaky_relu_backward", "",
             "leaky_relu_backward.grad_input");
   TPU_EW_OP(m, structured_threshold, threshold, "threshold", "threshold_", "threshold.out");
+  TPU_EW_OP(m, structured_logit_backward, logit_backward, "logit_backward", "",
+            "logit_backward.grad_input");
   TPU_EW_OP(m, structured_threshold_backward, threshold_backward, "threshold_backward", "",
             "threshold_backward.grad_input");
 }

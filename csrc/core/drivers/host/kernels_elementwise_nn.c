@@ -13,7 +13,7 @@
  *   ELU (x; s0 alpha, s1 scale, s2 input_scale), ELU_BACKWARD (grad, x or result; same, and s3
  *   nonzero when given the result).
  *   LEAKY_RELU (x; s0 slope), LEAKY_RELU_BACKWARD (x, grad; s0): ATen's iterator order.
- *   HARDTANH_BACKWARD (grad, x; s0 min, s1 max).
+ *   HARDTANH_BACKWARD (grad, x; s0 min, s1 max). LOGIT_BACKWARD (grad, x; s0 eps or -1).
  *   WHERE (cond, a, b): cond is bool. LERP (start, end, weight), LERP_SCALAR (start, end; s0
  *   weight). ADDCMUL, ADDCDIV (self, t1, t2; s0 value). */
 #include "drivers/host/kernels_elementwise.h"
@@ -109,6 +109,12 @@ FLOAT_OP(EW_GEN2, elu_backward, tpu_kernel_elu_backward,
 
 FLOAT_OP(EW_GEN1, leaky_relu, tpu_kernel_leaky_relu, a > 0 ? a : a * s0)
 FLOAT_OP(EW_GEN2, leaky_relu_backward, tpu_kernel_leaky_relu_backward, a > 0 ? b : b * s0)
+
+/* logit_backward (grad, x; s0 = eps, negative for none): 0 outside [eps, 1 - eps], NaN outside
+ * [0, 1] without eps. */
+FLOAT_OP(EW_GEN2, logit_backward, tpu_kernel_logit_backward,
+         s0 < 0 ? (b < 0 || b > 1 ? (T)NAN : a / (b * (1 - b)))
+                : (b < s0 || b > 1 - s0 ? 0 : a / (b * (1 - b))))
 
 /* ---- hard activations ---- */
 FLOAT_OP(EW_GEN2, hardtanh_backward, tpu_kernel_hardtanh_backward, b <= s0 || b >= s1 ? 0 : a)

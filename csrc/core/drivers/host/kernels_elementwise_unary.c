@@ -4,7 +4,7 @@
  *   TAN, TANH, SINH, COSH, ASIN, ACOS, ATAN, ERF, ERFC, SIGMOID: floats (neg, abs, sign also for
  *   integers; sign for bool). Integer inputs of the float-only ops were promoted by the caller.
  *   FLOOR, CEIL, ROUND (half to even), TRUNC: floats; integers pass through.
- *   FRAC: a - trunc(a). ROUND_DECIMALS: s0 = 10^|decimals|, s1 != 0 when decimals < 0.
+ *   FRAC: a - trunc(a). ERFINV. LOGIT: s0 = eps, negative for none. ROUND_DECIMALS: s0 = 10^|decimals|, s1 != 0 when decimals < 0.
  *   POW_SCALAR: a ^ s0, with PyTorch's exact forms for the exponents 2, 3, 0.5, -0.5, -1, -2.
  *   BITWISE_NOT (integers, bool), LOGICAL_NOT (bool out).
  *   ISNAN, ISINF, ISPOSINF, ISNEGINF, ISFINITE: bool out, every dtype.
@@ -63,6 +63,48 @@ FLOAT_UNARY(erf, tpu_kernel_erf, EW_ERF(a))
 FLOAT_UNARY(erfc, tpu_kernel_erfc, erfc(a))
 FLOAT_UNARY(sigmoid, tpu_kernel_sigmoid, 1 / (1 + EW_EXP(-a)))
 FLOAT_UNARY(frac, tpu_kernel_frac, a - trunc(a))
+
+/* erfinv in double whatever the dtype: Giles' single-precision approximation ("Approximating the
+ * erfinv function", 2010) refined by two Newton steps on libm's erf, which square its error twice;
+ * float results are then rounded once. */
+static double erfinv_f64(double y) {
+  if (!(fabs(y) < 1))
+    return y == 1 ? INFINITY : y == -1 ? -INFINITY : NAN;
+  double w = -log((1 - y) * (1 + y)), p;
+  if (w < 5) {
+    w -= 2.5;
+    p = 2.81022636e-08;
+    p = 3.43273939e-07 + p * w;
+    p = -3.5233877e-06 + p * w;
+    p = -4.39150654e-06 + p * w;
+    p = 0.00021858087 + p * w;
+    p = -0.00125372503 + p * w;
+    p = -0.00417768164 + p * w;
+    p = 0.246640727 + p * w;
+    p = 1.50140941 + p * w;
+  } else {
+    w = sqrt(w) - 3;
+    p = -0.000200214257;
+    p = 0.000100950558 + p * w;
+    p = 0.00134934322 + p * w;
+    p = -0.00367342844 + p * w;
+    p = 0.00573950773 + p * w;
+    p = -0.0076224613 + p * w;
+    p = 0.00943887047 + p * w;
+    p = 1.00167406 + p * w;
+    p = 2.83297682 + p * w;
+  }
+  double x = p * y;
+  for (int i = 0; i < 2; i++)
+    x -= (erf(x) - y) / (M_2_SQRTPI * exp(-x * x));
+  return x;
+}
+FLOAT_UNARY(erfinv, tpu_kernel_erfinv, (T)erfinv_f64(a))
+
+/* logit with s0 = eps (negative: none): the input clamped to [eps, 1 - eps] first. */
+FLOAT_UNARY(logit, tpu_kernel_logit,
+            log((s0 < 0 ? a : a < s0 ? s0 : a > 1 - s0 ? 1 - s0 : a) /
+                (1 - (s0 < 0 ? a : a < s0 ? s0 : a > 1 - s0 ? 1 - s0 : a))))
 FLOAT_UNARY(round_decimals, tpu_kernel_round_decimals,
             s1 != 0 ? nearbyint(a / s0) * s0 : nearbyint(a * s0) / s0)
 
