@@ -4,7 +4,8 @@
  *   TAN, TANH, SINH, COSH, ASIN, ACOS, ATAN, ERF, ERFC, SIGMOID: floats (neg, abs, sign also for
  *   integers; sign for bool). Integer inputs of the float-only ops were promoted by the caller.
  *   FLOOR, CEIL, ROUND (half to even), TRUNC: floats; integers pass through.
- *   FRAC: a - trunc(a). ERFINV. LOGIT: s0 = eps, negative for none. ROUND_DECIMALS: s0 = 10^|decimals|, s1 != 0 when decimals < 0.
+ *   FRAC: a - trunc(a). ERFINV. LOGIT: s0 = eps, negative for none.
+ *   ROUND_DECIMALS: s0 = 10^|decimals|, s1 != 0 when decimals < 0.
  *   POW_SCALAR: a ^ s0, with PyTorch's exact forms for the exponents 2, 3, 0.5, -0.5, -1, -2.
  *   BITWISE_NOT (integers, bool), LOGICAL_NOT (bool out).
  *   ISNAN, ISINF, ISPOSINF, ISNEGINF, ISFINITE: bool out, every dtype.
