@@ -237,3 +237,15 @@ def test_optimizer_step_has_no_elementwise_fallback(eager_mode: str) -> None:
                 opt.step()
         torch.tpu.synchronize()
         torch.testing.assert_close(w_dev.detach().cpu(), w_cpu.detach(), rtol=1e-5, atol=1e-6)
+
+
+def test_device_mismatch() -> None:
+    x = torch.ones(3, device=DEV)
+    for fn in (
+        lambda: torch.where(x > 0, x, torch.ones(3)),
+        lambda: x.masked_fill_(torch.ones(3, dtype=torch.bool), 1.0),
+        lambda: torch.clamp(x, torch.zeros(3)),
+        lambda: x + torch.ones(3),
+    ):
+        with pytest.raises(RuntimeError, match="same device"):
+            fn()

@@ -276,6 +276,15 @@ Tensor rsub(const Tensor& self, const Tensor& other, const Scalar& alpha) {
   return SubOps::functional(other, self, alpha);
 }
 
+// Device checks of the hand-written ops: a CPU tensor may only be a 0-dim scalar, as on CUDA.
+void check_devices(const Tensor& out, std::initializer_list<const Tensor*> tensors) {
+  for (const Tensor* t : tensors) {
+    TORCH_CHECK(t->device() == out.device() || (t->is_cpu() && t->dim() == 0),
+                "Expected all tensors to be on the same device, but found at least two devices, ",
+                out.device(), " and ", t->device(), "!");
+  }
+}
+
 // where(condition, self, other): the output broadcasts the three shapes, in self and other's
 // promoted dtype, laid out like the first operand of the full shape (as TensorIterator does for
 // dense inputs).
@@ -291,6 +300,7 @@ Tensor& where_out(const Tensor& condition, const Tensor& self, const Tensor& oth
   at::native::resize_output(out, shape);
   TORCH_CHECK(out.scalar_type() == dtype, "Expected out type to be ", dtype, " but got ",
               out.scalar_type());
+  check_devices(out, {&condition, &self, &other});
   if (!is_native(dtype)) {
     return on_host("where.self", out, [&] {
       return at::where(to_host(condition), to_host(self), to_host(other));
@@ -322,6 +332,7 @@ void check_mask(const Tensor& self, const Tensor& mask) {
   TORCH_CHECK(mask.scalar_type() == at::kBool,
               "masked_fill_ only supports boolean masks, but got mask with dtype ",
               mask.scalar_type());
+  check_devices(self, {&mask});
   at::expand_inplace(self, mask, "masked_fill_");
 }
 Tensor& masked_fill_scalar(Tensor& self, const Tensor& mask, const Scalar& value) {
