@@ -122,6 +122,8 @@ def test_backward_ops_direct(eager_mode: str) -> None:
     compare(lambda a, b: ops.hardswish_backward(a, b), g, x)
     compare(lambda a, b: ops.hardsigmoid_backward(a, b), g, x)
     compare(lambda a, b: ops.softplus_backward(a, b, 1.0, 20.0), g, x, approx=True)
+    compare(lambda a, b: ops.mish_backward(a, b), g, x, approx=True)
+    compare(lambda a, b: ops.logit_backward(a, b, 0.1), g, torch.sigmoid(x), approx=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -249,3 +251,19 @@ def test_device_mismatch() -> None:
     ):
         with pytest.raises(RuntimeError, match="same device"):
             fn()
+
+
+@pytest.mark.parametrize("name", ["silu", "mish", "gelu", "sigmoid"])
+def test_double_backward(name: str) -> None:
+    """Second derivatives (create_graph=True) match CPU: the backward kernels that skip autograd
+    are not used when a graph is built."""
+    fn = ACTIVATIONS[name]
+
+    def second(x: torch.Tensor) -> torch.Tensor:
+        x = x.detach().requires_grad_()
+        (g,) = torch.autograd.grad(fn(x).sum(), x, create_graph=True)
+        (h,) = torch.autograd.grad(g.sum(), x)
+        return h
+
+    x = finite(torch.float64, (4, 5))
+    torch.testing.assert_close(second(x.to(DEV)).cpu(), second(x), rtol=1e-9, atol=1e-12)

@@ -443,6 +443,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
                     "hardswish", "hardswish_", "hardswish.out");
   TPU_EW_STRUCTURED(m, GradMeta, binary<TPU_OP_HARDSWISH_BACKWARD>,
                     "hardswish_backward", "hardswish_backward", "", "");
+  TPU_EW_STRUCTURED(m, GradMeta, binary<TPU_OP_MISH_BACKWARD>, "mish_backward", "mish_backward",
+                    "", "");
   TPU_EW_STRUCTURED(m, FloorDivideMeta, binary<TPU_OP_DIV_FLOOR>,
                     "floor_divide", "floor_divide", "floor_divide_.Tensor", "floor_divide.out");
   m.impl("abs.out", TORCH_FN(abs_out));

@@ -248,11 +248,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 
 namespace torch_tpu::ew {
 
-// silu_backward also has a CompositeImplicitAutograd kernel, which the tpu kernel hides from
-// autograd. As on CUDA (whose kernel hides it the same way), autograd passes straight through to
-// the kernel: silu's own derivative formula calls a differentiable form when it builds a graph.
+// silu_backward and mish_backward also have a CompositeImplicitAutograd kernel, which the tpu
+// kernel hides from autograd. As on CUDA (whose kernels hide it the same way), autograd passes
+// straight through to the kernel: the derivative formulas of silu and mish call a differentiable
+// form instead when they build a graph (create_graph=True).
 TORCH_LIBRARY_IMPL(aten, AutogradPrivateUse1, m) {
   m.impl("silu_backward", torch::CppFunction::makeFallthrough());
+  m.impl("mish_backward", torch::CppFunction::makeFallthrough());
 }
 
 } // namespace torch_tpu::ew
