@@ -41,13 +41,12 @@ NUMBER_OP(EW_GEN3, clamp_tensor, tpu_kernel_clamp_tensor,
 NUMBER_OP(EW_GEN2, threshold, tpu_kernel_threshold, a <= s0 ? s1 : b, a <= s0 ? s1 : b)
 
 /* ---- gelu ---- */
-#define GELU_ALPHA ((T)M_SQRT1_2)
 #define GELU_BETA ((T)(M_2_SQRTPI * M_SQRT1_2 * 0.5))
 #define GELU_TANH_BETA ((T)(M_SQRT2 * M_2_SQRTPI * 0.5))
 #define GELU_KAPPA ((T)0.044715)
 FLOAT_OP(EW_GEN1, gelu, tpu_kernel_gelu, a * EW_NORMAL_CDF(a))
 FLOAT_OP(EW_GEN2, gelu_backward, tpu_kernel_gelu_backward,
-         a * ((T)0.5 * (1 + EW_ERF(b * GELU_ALPHA)) + b * (GELU_BETA * EW_EXP(b * b * (T)-0.5))))
+         a * (EW_NORMAL_CDF(b) + b * (GELU_BETA * EW_EXP(b * b * (T)-0.5))))
 FLOAT_OP(EW_GEN1, gelu_tanh, tpu_kernel_gelu_tanh,
          (T)0.5 * a * (1 + EW_TANH(GELU_TANH_BETA * (a + GELU_KAPPA * (a * a * a)))))
 
