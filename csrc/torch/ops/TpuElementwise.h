@@ -72,27 +72,6 @@ c10::TypedOperatorHandle<Sig> typed_op(const char* name) {
       .template typed<Sig>();
 }
 
-// The functional form of a structured meta, allocating its outputs on tpu. Unlike Functional in
-// TpuStructured.h it accepts the empty strides TensorIterator passes for a contiguous output (as
-// PyTorch's generated create_out does).
-template <typename Meta>
-struct Fresh final : Meta {
-  void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides,
-                          at::TensorOptions options) override {
-    outputs_[i] = strides.empty() ? at::empty(sizes, options)
-                                  : at::empty_strided(sizes, strides, options);
-    detail::record_output<Meta>(*this, i, sizes, strides, options);
-  }
-  void set_output_raw_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides,
-                              at::TensorOptions options) override {
-    set_output_strided(i, sizes, strides, options);
-  }
-  const at::Tensor& maybe_get_output(int64_t i) override {
-    return outputs_[i];
-  }
-  std::array<at::Tensor, 1> outputs_;
-};
-
 // Functional, in-place and out= kernels of a structured TensorIterator op from its meta and a
 // run function `Run(iterator, args...)` that launches the core op. Operands of a dtype the kernels
 // do not compute on (complex, storage-only) run the functional op on the host, counted as a
@@ -116,7 +95,7 @@ struct Structured<Meta, Name, Run> {
     }
   }
   static at::Tensor functional(const at::Tensor& self, Rest... rest) {
-    Fresh<Meta> it;
+    Functional<Meta> it;
     it.meta(self, rest...);
     apply(it, it.outputs_[0], self, rest...);
     return std::move(it.outputs_[0]);

@@ -146,7 +146,7 @@ void run_clamp(M& it, const Tensor& self, const std::optional<Scalar>& min,
 }
 Tensor clamp_scalar(const Tensor& self, const std::optional<Scalar>& min,
              const std::optional<Scalar>& max) {
-  Fresh<structured_clamp> it;
+  Functional<structured_clamp> it;
   run_clamp(it, self, min, max);
   return std::move(it.outputs_[0]);
 }
@@ -178,7 +178,7 @@ void run_clamp_tensor(M& it, const Tensor& self, const std::optional<Tensor>& mi
 }
 Tensor clamp_tensor(const Tensor& self, const std::optional<Tensor>& min,
                     const std::optional<Tensor>& max) {
-  Fresh<structured_clamp_Tensor> it;
+  Functional<structured_clamp_Tensor> it;
   run_clamp_tensor(it, self, min, max);
   return std::move(it.outputs_[0]);
 }
@@ -243,7 +243,7 @@ Tensor& pow_scalar_base_out(const Scalar& base, const Tensor& exponent, Tensor& 
   return out;
 }
 Tensor pow_scalar_base(const Scalar& base, const Tensor& exponent) {
-  Fresh<structured_pow_Scalar> it;
+  Functional<structured_pow_Scalar> it;
   it.meta(base, exponent);
   return pow_scalar_base_out(base, exponent, it.outputs_[0]);
 }
