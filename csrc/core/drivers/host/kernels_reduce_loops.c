@@ -322,35 +322,71 @@ ROW_PROD(row_prod_F, F_T, float, st->f = (double)((float)st->f * total))
 ROW_PROD(row_prod_D, D_T, double, st->f *= total)
 ROW_PROD(row_prod_I, I_T, uint64_t, st->i = (int64_t)((uint64_t)st->i * total))
 
-/* max and min: a lane takes x when BETTER(x, lane) (NaN wins, written with | so it vectorizes). */
+/* "b replaces a" tests (NaN wins), written with | so they vectorize. */
 #define GT_NAN(x, a) (((x) > (a)) | (((x) != (x)) & ((a) == (a))))
 #define LT_NAN(x, a) (((x) < (a)) | (((x) != (x)) & ((a) == (a))))
 #define GT_INT(x, a) ((x) > (a))
 #define LT_INT(x, a) ((x) < (a))
-#define ROW_EXTREME(NAME, T, INIT, BETTER, FIELD)                                                  \
+
+/* max and min of floats: the lanes take plain maxima (x > a ? x : a is exactly maxps) and note
+ * NaNs apart, so no lane waits on a chain of compares and blends; a NaN seen wins at the end. */
+#define ROW_EXTREME_FP(NAME, T, MASK_T, INIT, OP)                                                  \
   TPU_SIMD static void NAME(rk_state *st, const void *v, int64_t n, int64_t idx0, double aux,     \
                             double p) {                                                            \
     (void)idx0, (void)aux, (void)p;                                                                \
     const T *restrict x = v;                                                                       \
     T acc[LANES];                                                                                  \
+    MASK_T nan[LANES] = {0};                                                                       \
+    for (int k = 0; k < LANES; k++)                                                                \
+      acc[k] = INIT;                                                                               \
+    int64_t i = 0;                                                                                 \
+    for (; i + LANES <= n; i += LANES)                                                             \
+      for (int k = 0; k < LANES; k++) {                                                            \
+        T y = x[i + k];                                                                            \
+        acc[k] = y OP acc[k] ? y : acc[k];                                                         \
+        nan[k] |= y != y;                                                                          \
+      }                                                                                            \
+    for (int k = 0; i < n; i++, k++) {                                                             \
+      acc[k] = x[i] OP acc[k] ? x[i] : acc[k];                                                     \
+      nan[k] |= x[i] != x[i];                                                                      \
+    }                                                                                              \
+    T best = acc[0];                                                                               \
+    MASK_T any_nan = nan[0];                                                                       \
+    for (int k = 1; k < LANES; k++) {                                                              \
+      best = acc[k] OP best ? acc[k] : best;                                                       \
+      any_nan |= nan[k];                                                                           \
+    }                                                                                              \
+    double b = any_nan ? (double)NAN : (double)best;                                               \
+    if (st->f != st->f)                                                                            \
+      return;                                                                                      \
+    if (b != b || b OP st->f)                                                                      \
+      st->f = b;                                                                                   \
+  }
+ROW_EXTREME_FP(row_max_F, F_T, int32_t, -INFINITY, >)
+ROW_EXTREME_FP(row_max_D, D_T, int64_t, -INFINITY, >)
+ROW_EXTREME_FP(row_min_F, F_T, int32_t, INFINITY, <)
+ROW_EXTREME_FP(row_min_D, D_T, int64_t, INFINITY, <)
+
+/* max and min of int64 lanes. */
+#define ROW_EXTREME_INT(NAME, INIT, OP)                                                            \
+  TPU_SIMD static void NAME(rk_state *st, const void *v, int64_t n, int64_t idx0, double aux,     \
+                            double p) {                                                            \
+    (void)idx0, (void)aux, (void)p;                                                                \
+    const int64_t *restrict x = v;                                                                 \
+    int64_t acc[LANES];                                                                            \
     for (int k = 0; k < LANES; k++)                                                                \
       acc[k] = INIT;                                                                               \
     int64_t i = 0;                                                                                 \
     for (; i + LANES <= n; i += LANES)                                                             \
       for (int k = 0; k < LANES; k++)                                                              \
-        acc[k] = BETTER(x[i + k], acc[k]) ? x[i + k] : acc[k];                                     \
+        acc[k] = x[i + k] OP acc[k] ? x[i + k] : acc[k];                                           \
     for (int k = 0; i < n; i++, k++)                                                               \
-      acc[k] = BETTER(x[i], acc[k]) ? x[i] : acc[k];                                               \
+      acc[k] = x[i] OP acc[k] ? x[i] : acc[k];                                                     \
     for (int k = 0; k < LANES; k++)                                                                \
-      if (BETTER(acc[k], (T)st->FIELD))                                                            \
-        st->FIELD = acc[k];                                                                        \
+      st->i = acc[k] OP st->i ? acc[k] : st->i;                                                    \
   }
-ROW_EXTREME(row_max_F, F_T, -INFINITY, GT_NAN, f)
-ROW_EXTREME(row_max_D, D_T, -INFINITY, GT_NAN, f)
-ROW_EXTREME(row_max_I, I_T, INT64_MIN, GT_INT, i)
-ROW_EXTREME(row_min_F, F_T, INFINITY, LT_NAN, f)
-ROW_EXTREME(row_min_D, D_T, INFINITY, LT_NAN, f)
-ROW_EXTREME(row_min_I, I_T, INT64_MAX, LT_INT, i)
+ROW_EXTREME_INT(row_max_I, INT64_MIN, >)
+ROW_EXTREME_INT(row_min_I, INT64_MAX, <)
 
 /* argmax and argmin: each lane keeps its first best value and index (local to the call, so 32-bit
  * for float lanes); the lanes then merge by value, ties going to the smaller index. */
