@@ -127,12 +127,21 @@ static void fold_row(const rk_plan *pl, rk_row_fn fn, rk_state *st, const char *
     fold_run(pl, fn, st, base + off[0], n, pl->red.stride[0][0], pos, aux);
 }
 
-/* Folds the reduced elements [rb, re) of the n outputs of a column block starting at base. */
-static void fold_cols(const rk_plan *pl, rk_col_fn fn, rk_cols *c, const char *base, int64_t n,
-                      int64_t rb, int64_t re, const double *aux) {
+/* Rows a float column sum adds in float before it adds them into its double states. */
+#define RK_FLOAT_ROWS 64
+
+/* Folds the reduced elements [rb, re) of the n outputs of a column block starting at base. A float
+ * sum (the common sum over a batch dimension) first adds RK_FLOAT_ROWS rows in float, so the
+ * loop stays as cheap as the row sum's; other kinds fold each row into the states. */
+static void fold_cols(const rk_plan *pl, rk_kind kind, rk_col_fn fn, rk_cols *c, const char *base,
+                      int64_t n, int64_t rb, int64_t re, const double *aux) {
   const int64_t kstride = pl->kept.stride[0][0], rstride = pl->red.stride[0][0];
   const bool direct = pl->direct && kstride == pl->elsize;
-  rk_buf buf;
+  const bool float_sum = kind == RK_SUM && pl->cls == RK_F;
+  rk_buf buf, partial;
+  int rows = 0;
+  if (float_sum)
+    memset(partial.f, 0, (size_t)n * sizeof(float));
   rk_walk w;
   walk_start(&w, &pl->red, rb, re);
   int64_t off[RK_OPS], len, pos;
@@ -146,9 +155,19 @@ static void fold_cols(const rk_plan *pl, rk_col_fn fn, rk_cols *c, const char *b
           rk_narrow(&buf, n, pl->spec->compute);
         v = &buf;
       }
-      fn(c, v, n, pos + t, aux, pl->spec->p);
+      if (!float_sum) {
+        fn(c, v, n, pos + t, aux, pl->spec->p);
+      } else {
+        rk_add_f(partial.f, v, n);
+        if (++rows == RK_FLOAT_ROWS) {
+          rk_flush_f(c->f, partial.f, n);
+          rows = 0;
+        }
+      }
     }
   }
+  if (rows)
+    rk_flush_f(c->f, partial.f, n);
 }
 
 /* ---- Final values ---- */
@@ -309,14 +328,14 @@ static void cols_units(const rk_plan *pl, int64_t ub, int64_t ue) {
     (void)first;
     if (pre) {
       cols_init(c, n, pl->pre, pl->cls);
-      fold_cols(pl, pre, c, pl->in + off[0], n, 0, pl->n_red, NULL);
+      fold_cols(pl, pl->pre, pre, c, pl->in + off[0], n, 0, pl->n_red, NULL);
       for (int64_t j = 0; j < n; j++) {
         rk_state st = cols_get(c, j);
         aux[j] = first_pass_result(pl, &st);
       }
     }
     cols_init(c, n, pl->spec->kind, pl->cls);
-    fold_cols(pl, main, c, pl->in + off[0], n, 0, pl->n_red, aux);
+    fold_cols(pl, pl->spec->kind, main, c, pl->in + off[0], n, 0, pl->n_red, aux);
     for (int64_t j = 0; j < n; j++) {
       rk_state st = cols_get(c, j);
       finish(pl, &st, aux[j], pl->out[0] + off[1] + j * pl->kept.stride[1][0],
@@ -335,7 +354,7 @@ static void cols_partial(const rk_plan *pl, rk_kind kind, const double *aux, rk_
     int64_t off[RK_OPS], first;
     int64_t n = unit_at(pl, u, off, &first);
     cols_init(c, n, kind, pl->cls);
-    fold_cols(pl, fn, c, pl->in + off[0], n, rb, re, aux ? aux + first : NULL);
+    fold_cols(pl, kind, fn, c, pl->in + off[0], n, rb, re, aux ? aux + first : NULL);
     for (int64_t j = 0; j < n; j++)
       states[first + j] = cols_get(c, j);
   }
@@ -422,7 +441,9 @@ static tpu_status run(const rk_plan *pl) {
   int threads = tpu_pool_threads();
   /* Outputs split well when each thread gets several units; otherwise the reduced range splits. */
   if (units < 4 * (int64_t)threads) {
-    int chunks = tpu_parallel_chunks(pl->n_red, TPU_ITER_GRAIN);
+    int chunks = tpu_parallel_chunks(pl->n_out * pl->n_red, TPU_ITER_GRAIN);
+    if (chunks > pl->n_red)
+      chunks = (int)pl->n_red;
     if (chunks > 1)
       return run_split(pl, chunks);
   }

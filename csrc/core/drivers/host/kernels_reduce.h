@@ -82,8 +82,9 @@ typedef struct rk_state {
   int64_t i, idx;
 } rk_state;
 
-/* Values per loaded piece and outputs per column block. */
-#define RK_BLOCK 512
+/* Values per loaded piece and outputs per column block: a column block's states stay in L2 while
+ * whole rows of up to RK_BLOCK outputs stream from memory in order. */
+#define RK_BLOCK 4096
 
 /* A buffer of loaded values of any class. */
 typedef union rk_buf {
@@ -110,6 +111,10 @@ typedef void (*rk_col_fn)(rk_cols *c, const void *v, int64_t n, int64_t idx, con
 
 /* Converts n input elements, `stride` bytes apart, to the class's type in dst. */
 typedef void (*rk_load_fn)(void *dst, const char *src, int64_t n, int64_t stride);
+
+/* acc[j] += v[j] in float; then f[j] += acc[j] in double and acc[j] = 0: a float column sum. */
+void rk_add_f(float *acc, const float *v, int64_t n);
+void rk_flush_f(double *f, float *acc, int64_t n);
 
 /* The loop of kind and class, or NULL when that pair does not exist. */
 rk_row_fn rk_row(rk_kind kind, rk_class cls);

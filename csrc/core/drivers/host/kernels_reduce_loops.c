@@ -524,6 +524,18 @@ COL_LOOP(col_var_D, D_T, COL_VAR(D_T))
 COL_LOOP(col_lse_F, F_T, f[j] += tpu_expf_simd(y - (float)aux[j]))
 COL_LOOP(col_lse_D, D_T, f[j] += exp(y - aux[j]))
 
+TPU_SIMD void rk_add_f(float *restrict acc, const float *restrict v, int64_t n) {
+  for (int64_t j = 0; j < n; j++)
+    acc[j] += v[j];
+}
+
+TPU_SIMD void rk_flush_f(double *restrict f, float *restrict acc, int64_t n) {
+  for (int64_t j = 0; j < n; j++) {
+    f[j] += acc[j];
+    acc[j] = 0;
+  }
+}
+
 /* ---- Tables ---- */
 
 static const rk_row_fn rows[RK_KINDS][3] = {

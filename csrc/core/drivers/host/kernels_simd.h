@@ -4,6 +4,7 @@
 #ifndef TPU_KERNELS_SIMD_H
 #define TPU_KERNELS_SIMD_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -51,31 +52,33 @@ static inline float tpu_f16_to_f32_simd(uint16_t h) {
   return tpu_bits_f32(bits | sign);
 }
 
-/* exp(x) for float within 2 ulp over the whole range (subnormal results included), +inf above
- * 88.72, 0 below -103.98 and NaN for NaN; written with selects only, so loops calling it vectorize.
- * Cody-Waite reduction x = n ln2 + r, |r| <= ln2/2, then Cephes' degree-6 polynomial; 2^n is
- * applied in two halves so that n down to -150 stays exact. */
+/* exp(x) for float within 2 ulp down to 2^-125, and 0 below that (x < -86.64: results under
+ * 2.4e-38 flush to zero instead of becoming subnormal); +inf above 88.7228 and NaN for NaN.
+ * Written without branches or float-to-int conversions so loops calling it vectorize (and NaN
+ * stays defined): Cody-Waite reduction x = n ln2 + r, |r| <= ln2/2, Cephes' degree-6 polynomial
+ * with fused multiply-adds, and 2^n assembled from n's bits, which the rounding constant leaves in
+ * t's mantissa. */
 static inline float tpu_expf_simd(float x) {
-  const float hi = 88.7228394f, lo = -103.972084f;
-  float xc = tpu_select_f32(x > lo, x, lo); /* NaN becomes lo here: no undefined conversion */
-  xc = tpu_select_f32(xc < hi, xc, hi);
-  float n = (xc * 1.44269504f + 12582912.0f) - 12582912.0f; /* round to nearest */
-  float r = xc - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
+  const float hi = 88.7229f, lo = -86.64f, magic = 12582912.0f; /* 1.5 * 2^23 */
+  float xc = lo > x ? lo : x; /* both clamps keep NaN */
+  xc = hi < xc ? hi : xc;
+  float t = fmaf(xc, 1.44269504f, magic);
+  float n = t - magic; /* n rounded to an integer, in [-125, 128] */
+  float r = fmaf(n, -0.693359375f, xc);
+  r = fmaf(n, 2.12194440e-4f, r);
   float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  int32_t ni = (int32_t)n;
-  int32_t n1 = ni >> 1, n2 = ni - n1;
-  float s1 = tpu_bits_f32((uint32_t)(n1 + 127) << 23);
-  float s2 = tpu_bits_f32((uint32_t)(n2 + 127) << 23);
-  float y = p * s1 * s2;
-  y = tpu_select_f32(x > hi, __builtin_inff(), y);
-  return tpu_select_f32(x != x, x, y);
+  p = fmaf(p, r, 1.3981999507e-3f);
+  p = fmaf(p, r, 8.3334519073e-3f);
+  p = fmaf(p, r, 4.1665795894e-2f);
+  p = fmaf(p, r, 1.6666665459e-1f);
+  p = fmaf(p, r, 5.0000001201e-1f);
+  p = fmaf(p * r, r, r) + 1.0f;
+  /* 2^(n-1) from the bits of n (n - 1 >= -126 stays normal), times 2p: the product overflows to
+   * +inf exactly where exp does. */
+  int32_t ni = (int32_t)(tpu_f32_bits(t) - tpu_f32_bits(magic));
+  float half_scale = tpu_bits_f32((uint32_t)(ni + 126) << 23);
+  float y = (p + p) * half_scale;
+  return tpu_select_f32(x < lo, 0.0f, y);
 }
 
 #endif
