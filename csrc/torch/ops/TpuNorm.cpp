@@ -43,6 +43,12 @@ bool real_floating(const at::Tensor& t) {
 
 // ---- softmax, log_softmax ----
 
+// half_to_float (CUDA's fused float16 -> float32 softmax) takes float16 inputs only, as on CUDA.
+void check_half_to_float(const at::Tensor& self, bool half_to_float) {
+  TORCH_CHECK(!half_to_float || self.scalar_type() == at::kHalf,
+              "conversion is supported for Half type only");
+}
+
 void run_softmax(tpu_op_id op, const at::Tensor& self, int64_t dim, const at::Tensor& out) {
   tpu_tensor in = core_view(self), result = core_view(out);
   tpu_op_call* call = new_call(op, 1, 1);
@@ -54,6 +60,7 @@ void run_softmax(tpu_op_id op, const at::Tensor& self, int64_t dim, const at::Te
 
 template <typename Meta, bool Log>
 at::Tensor softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
+  check_half_to_float(self, half_to_float);
   Fresh<Meta> op;
   op.meta(self, dim, half_to_float);
   at::Tensor& out = op.outputs_[0];
@@ -71,6 +78,7 @@ at::Tensor softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
 template <typename Meta, bool Log>
 at::Tensor& softmax_out(const at::Tensor& self, int64_t dim, bool half_to_float,
                         at::Tensor& out) {
+  check_half_to_float(self, half_to_float);
   Out<Meta> op(out);
   op.meta(self, dim, half_to_float);
   if (!real_floating(self)) {

@@ -52,11 +52,20 @@ void check_var_input(const at::Tensor& self) {
               "std and var only support floating point and complex dtypes");
 }
 
-// Writes var (or std) and, when `mean` is defined, the mean, of self over dim.
+// Writes var (or std) and, when `mean` is defined, the mean, of self over dim; warns as PyTorch
+// does when the correction leaves no degrees of freedom.
 void run_var(const at::Tensor& self, at::OptionalIntArrayRef dim,
              const std::optional<at::Scalar>& correction, bool keepdim, bool take_sqrt,
              const at::Tensor& out, const at::Tensor& mean) {
   const double corr = correction ? correction->toDouble() : 1.0;
+  const double factor =
+      out.numel() > 0 ? static_cast<double>(self.numel()) / static_cast<double>(out.numel()) : 0;
+  if (factor - corr <= 0) {
+    const char* name = mean.defined() ? (take_sqrt ? "std_mean" : "var_mean")
+                                      : (take_sqrt ? "std" : "var");
+    TORCH_WARN(name, "(): degrees of freedom is <= 0. Correction should be strictly less than "
+               "the reduction factor (input numel divided by output numel).");
+  }
   if (self.is_complex()) {
     begin_host_fallback(take_sqrt ? "aten::std.correction" : "aten::var.correction");
     at::Tensor host = self.cpu();
@@ -227,7 +236,7 @@ at::Tensor& norm_dim_dtype_out(const at::Tensor& self, const std::optional<at::S
 // reduced dimensions and do not broadcast into a 0-d result).
 at::Tensor& logsumexp_out(const at::Tensor& self, at::IntArrayRef dims, bool keepdim,
                           at::Tensor& out) {
-  TORCH_CHECK(at::isFloatingType(out.scalar_type()),
+  TORCH_CHECK(at::isFloatingType(out.scalar_type()) || at::isComplexType(out.scalar_type()),
               "logsumexp(): Expected floating point type for result tensor, but got: ",
               out.scalar_type());
   DimMask mask = reduce_mask(self, dims);
@@ -238,7 +247,7 @@ at::Tensor& logsumexp_out(const at::Tensor& self, at::IntArrayRef dims, bool kee
   at::ScalarType compute = at::isIntegralType(self.scalar_type(), /*includeBool=*/true)
                                ? c10::get_default_dtype_as_scalartype()
                                : self.scalar_type();
-  if (self.is_complex() || !core_computes(self.scalar_type())) {
+  if (self.is_complex() || out.is_complex() || !core_computes(self.scalar_type())) {
     on_host("aten::logsumexp.out", out,
             [&] { return at::logsumexp(self.cpu(), dims, keepdim).to(out.scalar_type()); });
     return out;
