@@ -69,7 +69,8 @@ def test_fallback_matches_cpu(name: str, eager_mode: str) -> None:
     x = make(5, 6)
     expected = fn(x)
     actual = fn(x.to(DEV))
-    assert_same(actual, expected, exact=name not in {"softmax", "matmul"})
+    # Native reductions round differently from CPU's (within fp32 tolerance).
+    assert_same(actual, expected, exact=name not in {"softmax", "matmul", "sum_dim", "mean"})
 
 
 @pytest.mark.parametrize("dtype", [torch.int64, torch.int8, torch.bfloat16, torch.float64])
@@ -437,7 +438,7 @@ assert y.cpu().tolist() == [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
 assert z.cpu().tolist() == [[2.0, 0.0], [5.0, 3.0]]
 assert x[1, 2].item() == 5.0
 for name, fn in [("aten::add", lambda: torch.add(x, x)), ("aten::mul", lambda: x * 2),
-                 ("aten::sum", lambda: x.sum()), ("aten::exp", lambda: x.exp_())]:
+                 ("aten::histc", lambda: x.histc()), ("aten::exp", lambda: x.exp_())]:
     try:
         fn()
     except NotImplementedError as e:
@@ -456,7 +457,7 @@ def test_cpu_fallback_off_raises_not_implemented() -> None:
     result = run_python(NO_FALLBACK, {"TORCH_TPU_CPU_FALLBACK": "0"})
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.split("\n")
-    for name in ("aten::add", "aten::mul", "aten::sum", "aten::exp"):
+    for name in ("aten::add", "aten::mul", "aten::histc", "aten::exp"):
         assert f"raised {name}" in lines
     assert "done" in lines
 
