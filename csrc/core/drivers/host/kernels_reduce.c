@@ -3,6 +3,7 @@
 #include "drivers/host/kernels_reduce.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,21 +128,29 @@ static void fold_row(const rk_plan *pl, rk_row_fn fn, rk_state *st, const char *
     fold_run(pl, fn, st, base + off[0], n, pl->red.stride[0][0], pos, aux);
 }
 
+/* What a column block works in: its states, the first pass's results, a loaded row and a row of
+ * float partial sums (about 200 KiB: on the heap, not on a worker's stack). */
+typedef struct rk_scratch {
+  rk_cols cols;
+  double aux[RK_BLOCK];
+  rk_buf row, partial;
+} rk_scratch;
+
 /* Rows a float column sum adds in float before it adds them into its double states. */
 #define RK_FLOAT_ROWS 64
 
 /* Folds the reduced elements [rb, re) of the n outputs of a column block starting at base. A float
  * sum (the common sum over a batch dimension) first adds RK_FLOAT_ROWS rows in float, so the
  * loop stays as cheap as the row sum's; other kinds fold each row into the states. */
-static void fold_cols(const rk_plan *pl, rk_kind kind, rk_col_fn fn, rk_cols *c, const char *base,
-                      int64_t n, int64_t rb, int64_t re, const double *aux) {
+static void fold_cols(const rk_plan *pl, rk_kind kind, rk_col_fn fn, rk_scratch *s,
+                      const char *base, int64_t n, int64_t rb, int64_t re, const double *aux) {
   const int64_t kstride = pl->kept.stride[0][0], rstride = pl->red.stride[0][0];
   const bool direct = pl->direct && kstride == pl->elsize;
   const bool float_sum = kind == RK_SUM && pl->cls == RK_F;
-  rk_buf buf, partial;
+  rk_cols *c = &s->cols;
   int rows = 0;
   if (float_sum)
-    memset(partial.f, 0, (size_t)n * sizeof(float));
+    memset(s->partial.f, 0, (size_t)n * sizeof(float));
   rk_walk w;
   walk_start(&w, &pl->red, rb, re);
   int64_t off[RK_OPS], len, pos;
@@ -150,24 +159,24 @@ static void fold_cols(const rk_plan *pl, rk_kind kind, rk_col_fn fn, rk_cols *c,
       const char *p = base + off[0] + t * rstride;
       const void *v = p;
       if (!direct) {
-        pl->load(&buf, p, n, kstride);
+        pl->load(&s->row, p, n, kstride);
         if (pl->narrow)
-          rk_narrow(&buf, n, pl->spec->compute);
-        v = &buf;
+          rk_narrow(&s->row, n, pl->spec->compute);
+        v = &s->row;
       }
       if (!float_sum) {
         fn(c, v, n, pos + t, aux, pl->spec->p);
       } else {
-        rk_add_f(partial.f, v, n);
+        rk_add_f(s->partial.f, v, n);
         if (++rows == RK_FLOAT_ROWS) {
-          rk_flush_f(c->f, partial.f, n);
+          rk_flush_f(c->f, s->partial.f, n);
           rows = 0;
         }
       }
     }
   }
   if (rows)
-    rk_flush_f(c->f, partial.f, n);
+    rk_flush_f(c->f, s->partial.f, n);
 }
 
 /* ---- Final values ---- */
@@ -318,24 +327,26 @@ static rk_state cols_get(const rk_cols *c, int64_t j) {
 }
 
 /* Reduces column units [ub, ue) completely. */
-static void cols_units(const rk_plan *pl, int64_t ub, int64_t ue) {
+static void cols_units(const rk_plan *pl, rk_scratch *s, int64_t ub, int64_t ue) {
   rk_col_fn pre = rk_col(pl->pre, pl->cls), main = rk_col(pl->spec->kind, pl->cls);
-  rk_cols cs, *c = &cs;
-  double aux[RK_BLOCK] = {0};
+  rk_cols *c = &s->cols;
+  double *aux = s->aux;
   for (int64_t u = ub; u < ue; u++) {
     int64_t off[RK_OPS], first;
     int64_t n = unit_at(pl, u, off, &first);
     (void)first;
     if (pre) {
       cols_init(c, n, pl->pre, pl->cls);
-      fold_cols(pl, pl->pre, pre, c, pl->in + off[0], n, 0, pl->n_red, NULL);
+      fold_cols(pl, pl->pre, pre, s, pl->in + off[0], n, 0, pl->n_red, NULL);
       for (int64_t j = 0; j < n; j++) {
         rk_state st = cols_get(c, j);
         aux[j] = first_pass_result(pl, &st);
       }
     }
+    else
+      memset(aux, 0, (size_t)n * sizeof *aux);
     cols_init(c, n, pl->spec->kind, pl->cls);
-    fold_cols(pl, pl->spec->kind, main, c, pl->in + off[0], n, 0, pl->n_red, aux);
+    fold_cols(pl, pl->spec->kind, main, s, pl->in + off[0], n, 0, pl->n_red, aux);
     for (int64_t j = 0; j < n; j++) {
       rk_state st = cols_get(c, j);
       finish(pl, &st, aux[j], pl->out[0] + off[1] + j * pl->kept.stride[1][0],
@@ -345,16 +356,16 @@ static void cols_units(const rk_plan *pl, int64_t ub, int64_t ue) {
 }
 
 /* Folds the reduced range [rb, re) of every output into states[o] (a chunk of split mode). */
-static void cols_partial(const rk_plan *pl, rk_kind kind, const double *aux, rk_state *states,
-                         int64_t rb, int64_t re) {
+static void cols_partial(const rk_plan *pl, rk_scratch *s, rk_kind kind, const double *aux,
+                         rk_state *states, int64_t rb, int64_t re) {
   rk_col_fn fn = rk_col(kind, pl->cls);
-  rk_cols cs, *c = &cs;
+  rk_cols *c = &s->cols;
   int64_t units = pl->n_out / pl->kept.shape[0] * pl->blocks;
   for (int64_t u = 0; u < units; u++) {
     int64_t off[RK_OPS], first;
     int64_t n = unit_at(pl, u, off, &first);
     cols_init(c, n, kind, pl->cls);
-    fold_cols(pl, kind, fn, c, pl->in + off[0], n, rb, re, aux ? aux + first : NULL);
+    fold_cols(pl, kind, fn, s, pl->in + off[0], n, rb, re, aux ? aux + first : NULL);
     for (int64_t j = 0; j < n; j++)
       states[first + j] = cols_get(c, j);
   }
@@ -368,31 +379,48 @@ typedef struct rk_job {
   const double *aux;
   rk_state *partial; /* [chunk][n_out] */
   int chunks;
+  atomic_bool out_of_memory; /* a column chunk could not allocate its scratch */
 } rk_job;
+
+/* A column chunk's scratch, or NULL (with the job marked) when there is no memory for it. */
+static rk_scratch *scratch_new(rk_job *job) {
+  rk_scratch *s = malloc(sizeof *s);
+  if (!s)
+    atomic_store(&job->out_of_memory, true);
+  return s;
+}
 
 static void by_outputs(int64_t begin, int64_t end, int chunk, void *arg) {
   (void)chunk;
-  const rk_job *job = arg;
-  if (job->pl->cols)
-    cols_units(job->pl, begin, end);
-  else
+  rk_job *job = arg;
+  if (!job->pl->cols) {
     rows_outputs(job->pl, begin, end);
+    return;
+  }
+  rk_scratch *s = scratch_new(job);
+  if (s)
+    cols_units(job->pl, s, begin, end);
+  free(s);
 }
 
 /* Runs chunks [begin, end) of the reduced range; the chunk boundaries are the job's own, so the
  * partial results do not depend on how the pool groups them. */
 static void by_reduced(int64_t begin, int64_t end, int piece, void *arg) {
   (void)piece;
-  const rk_job *job = arg;
+  rk_job *job = arg;
   const rk_plan *pl = job->pl;
+  rk_scratch *s = pl->cols ? scratch_new(job) : NULL;
+  if (pl->cols && !s)
+    return;
   for (int64_t c = begin; c < end; c++) {
     int64_t rb = pl->n_red * c / job->chunks, re = pl->n_red * (c + 1) / job->chunks;
     rk_state *states = job->partial + c * pl->n_out;
     if (pl->cols)
-      cols_partial(pl, job->kind, job->aux, states, rb, re);
+      cols_partial(pl, s, job->kind, job->aux, states, rb, re);
     else
       rows_partial(pl, job->kind, job->aux, states, rb, re);
   }
+  free(s);
 }
 
 /* One pass of split mode: every chunk's partial states, merged in chunk order into partial[0]. */
@@ -409,6 +437,7 @@ static void split_pass(rk_job *job, rk_kind kind, const double *aux) {
 /* Split mode: chunks of the reduced range for all (few) outputs. */
 static tpu_status run_split(const rk_plan *pl, int chunks) {
   rk_job job = {.pl = pl, .chunks = chunks};
+  atomic_init(&job.out_of_memory, false);
   job.partial = malloc((size_t)chunks * (size_t)pl->n_out * sizeof *job.partial);
   double *aux = pl->pre != RK_NONE ? malloc((size_t)pl->n_out * sizeof *aux) : NULL;
   if (!job.partial || (pl->pre != RK_NONE && !aux)) {
@@ -422,6 +451,11 @@ static tpu_status run_split(const rk_plan *pl, int chunks) {
       aux[o] = first_pass_result(pl, &job.partial[o]);
   }
   split_pass(&job, pl->spec->kind, aux);
+  if (atomic_load(&job.out_of_memory)) {
+    free(job.partial);
+    free(aux);
+    return tpu_error(TPU_ERR_OUT_OF_MEMORY, "reduction: cannot allocate column scratch");
+  }
   rk_walk w;
   walk_start(&w, &pl->kept, 0, pl->n_out);
   int64_t off[RK_OPS], n, pos;
@@ -435,21 +469,29 @@ static tpu_status run_split(const rk_plan *pl, int chunks) {
   return TPU_OK;
 }
 
+/* The most partial states split mode keeps (32 MiB): beyond that it uses fewer chunks. */
+#define RK_MAX_PARTIAL ((int64_t)1 << 20)
+
 static tpu_status run(const rk_plan *pl) {
   int64_t units = pl->cols ? pl->n_out / pl->kept.shape[0] * pl->blocks : pl->n_out;
   int64_t work_per_unit = (pl->cols ? RK_BLOCK : 1) * (pl->n_red > 0 ? pl->n_red : 1);
   int threads = tpu_pool_threads();
   /* Outputs split well when each thread gets several units; otherwise the reduced range splits. */
   if (units < 4 * (int64_t)threads) {
-    int chunks = tpu_parallel_chunks(pl->n_out * pl->n_red, TPU_ITER_GRAIN);
+    int64_t chunks = tpu_parallel_chunks(pl->n_out * pl->n_red, TPU_ITER_GRAIN);
     if (chunks > pl->n_red)
-      chunks = (int)pl->n_red;
+      chunks = pl->n_red;
+    if (chunks * pl->n_out > RK_MAX_PARTIAL)
+      chunks = RK_MAX_PARTIAL / pl->n_out;
     if (chunks > 1)
-      return run_split(pl, chunks);
+      return run_split(pl, (int)chunks);
   }
   int64_t grain = TPU_ITER_GRAIN / work_per_unit;
   rk_job job = {.pl = pl};
+  atomic_init(&job.out_of_memory, false);
   tpu_parallel_for(units, grain > 1 ? grain : 1, by_outputs, &job);
+  if (atomic_load(&job.out_of_memory))
+    return tpu_error(TPU_ERR_OUT_OF_MEMORY, "reduction: cannot allocate column scratch");
   return TPU_OK;
 }
 

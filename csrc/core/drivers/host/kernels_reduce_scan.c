@@ -38,12 +38,15 @@ static inline void accumulate(const scan *s, double *acc, int64_t *iacc, const r
     *acc = (float)((float)*acc + v->f[j]);
 }
 
-/* Scans n lines starting at out/in (lines `ostride`/`istride` bytes apart), up to RK_BLOCK at a
+/* Lines a column scan steps together. */
+#define SCAN_BLOCK 512
+
+/* Scans n lines starting at out/in (lines `ostride`/`istride` bytes apart), up to SCAN_BLOCK at a
  * time, stepping all of them along the dimension together. */
 static void scan_block(const scan *s, char *out, const char *in, int64_t n, int64_t ostride,
                        int64_t istride) {
-  double acc[RK_BLOCK];
-  int64_t iacc[RK_BLOCK];
+  double acc[SCAN_BLOCK];
+  int64_t iacc[SCAN_BLOCK];
   rk_buf v;
   for (int64_t j = 0; j < n; j++)
     acc[j] = 0, iacc[j] = 0;
@@ -80,9 +83,9 @@ static uint64_t mag(int64_t v) { return v < 0 ? -(uint64_t)v : (uint64_t)v; }
 static void scan_run(char **data, const int64_t *strides, int64_t n, void *ctx) {
   const scan *s = ctx;
   if (n > 1 && mag(strides[1]) < mag(s->in_step)) {
-    for (int64_t j = 0; j < n; j += RK_BLOCK)
+    for (int64_t j = 0; j < n; j += SCAN_BLOCK)
       scan_block(s, data[0] + j * strides[0], data[1] + j * strides[1],
-                 n - j < RK_BLOCK ? n - j : RK_BLOCK, strides[0], strides[1]);
+                 n - j < SCAN_BLOCK ? n - j : SCAN_BLOCK, strides[0], strides[1]);
     return;
   }
   for (int64_t j = 0; j < n; j++)
