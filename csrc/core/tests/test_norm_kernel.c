@@ -210,7 +210,8 @@ static void test_layer_norm_bfloat16(void) {
   CHECK_OK(run(TPU_OP_LAYER_NORM, t, 3, 3, SCALAR_F(0)));
   float r = 1.0f / sqrtf(9.5f); /* the biased variance of 1, 2, 4, 9 */
   CHECK(mean == 4 && rstd == r);
-  for (int i = 0; i < 4; i++) /* PyTorch CPU's order: x * rstd + (-rstd * mean), then one rounding */
+  /* PyTorch CPU's order: x * rstd + (-rstd * mean), then one rounding. */
+  for (int i = 0; i < 4; i++)
     CHECK(y[i] == tpu_f32_to_bf16(xf[i] * r + -r * 4));
 }
 

@@ -205,7 +205,8 @@ static void test_all_dims_and_layouts(void) {
 /* Reductions large enough that the engine splits them over the pool (by outputs, or by chunks of
  * the reduced range), and the same bits on every run. */
 static void test_parallel_splits(void) {
-  static const int64_t shapes[4][3] = {{1, 1, 300000}, {3, 1, 100000}, {1, 70000, 5}, {2, 30, 4000}};
+  static const int64_t shapes[4][3] = {
+      {1, 1, 300000}, {3, 1, 100000}, {1, 70000, 5}, {2, 30, 4000}};
   static const int contiguous[3] = {0, 1, 2}, permuted_[3] = {2, 1, 0};
   for (int s = 0; s < 4; s++)
     for (int mask = 1; mask < 8; mask++) {

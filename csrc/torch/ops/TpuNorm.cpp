@@ -5,8 +5,8 @@
 //
 // F.rms_norm is CompositeImplicitAutograd and calls _fused_rms_norm, itself
 // CompositeImplicitAutograd with a derivative that only CUDA's kernels use; so _fused_rms_norm gets
-// an AutogradPrivateUse1 kernel here whose backward is the native _fused_rms_norm_backward (or, when
-// a graph of the gradient is wanted, the gradient of the composite formula).
+// an AutogradPrivateUse1 kernel here whose backward is the native _fused_rms_norm_backward (or,
+// when a graph of the gradient is wanted, the gradient of the composite formula).
 #include <ATen/WrapDimUtils.h>
 #include <ATen/ops/_fused_rms_norm.h>
 #include <ATen/ops/_fused_rms_norm_backward.h>
@@ -202,6 +202,12 @@ tpu_tensor rows_view(const at::Tensor& t, int64_t m, int64_t n) {
   return v;
 }
 
+// A new contiguous tensor like t; zeros when `zeroed` (a gradient summed over no rows).
+at::Tensor dense_like(const at::Tensor& t, bool zeroed = false) {
+  at::TensorOptions options = t.options().memory_format(at::MemoryFormat::Contiguous);
+  return zeroed ? at::zeros(t.sizes(), options) : at::empty(t.sizes(), options);
+}
+
 at::Tensor contiguous_or_none(const std::optional<at::Tensor>& t) {
   return t.has_value() && t->defined() ? t->contiguous() : at::Tensor();
 }
@@ -256,7 +262,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm(
     return {std::get<0>(r).to(device), std::get<1>(r).to(device), std::get<2>(r).to(device)};
   }
   at::Tensor x = input.contiguous();
-  at::Tensor out = at::empty(input.sizes(), input.options().memory_format(at::MemoryFormat::Contiguous));
+  at::Tensor out = dense_like(input);
   at::TensorOptions stat = input.options().dtype(stat_dtype(input));
   at::Tensor mean = at::empty(ns.stat_shape, stat), rstd = at::empty(ns.stat_shape, stat);
   if (ns.m > 0) {
@@ -275,15 +281,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward(
   at::Tensor weight = contiguous_or_none(weight_opt), bias = contiguous_or_none(bias_opt);
   NormShape ns = norm_shape(input, normalized_shape, weight, bias);
   at::Tensor dx, dw, db;
-  auto contiguous = at::MemoryFormat::Contiguous;
   if (mask[0]) {
-    dx = at::empty(input.sizes(), input.options().memory_format(contiguous));
+    dx = dense_like(input);
   }
   if (mask[1] && weight.defined()) {
-    dw = ns.m > 0 ? at::empty(weight.sizes(), weight.options()) : at::zeros(weight.sizes(), weight.options());
+    dw = dense_like(weight, ns.m == 0);
   }
   if (mask[2] && bias.defined()) {
-    db = ns.m > 0 ? at::empty(bias.sizes(), bias.options()) : at::zeros(bias.sizes(), bias.options());
+    db = dense_like(bias, ns.m == 0);
   }
   if (!real_floating(input) || !real_floating(grad_out) || !real_floating(weight)) {
     begin_host_fallback("aten::native_layer_norm_backward");
@@ -296,8 +301,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward(
     return {dx, dw, db};
   }
   if (ns.m > 0 && ns.n > 0) {
+    at::Tensor g = grad_out.contiguous(), x = input.contiguous();
     launch_rows(TPU_OP_LAYER_NORM_BACKWARD, input.device().index(),
-                {rows_view(grad_out.contiguous(), ns.m, ns.n), rows_view(input.contiguous(), ns.m, ns.n),
+                {rows_view(g, ns.m, ns.n), rows_view(x, ns.m, ns.n),
                  rows_view(mean.contiguous(), -1, ns.m), rows_view(rstd.contiguous(), -1, ns.m),
                  rows_view(weight, -1, ns.n)},
                 {rows_view(dx, ns.m, ns.n), rows_view(dw, -1, ns.n), rows_view(db, -1, ns.n)}, 0);
@@ -328,7 +334,7 @@ std::tuple<at::Tensor, at::Tensor> fused_rms_norm(const at::Tensor& input,
     return {std::get<0>(r).to(input.device()), std::get<1>(r).to(input.device())};
   }
   at::Tensor x = input.contiguous();
-  at::Tensor out = at::empty(input.sizes(), input.options().memory_format(at::MemoryFormat::Contiguous));
+  at::Tensor out = dense_like(input);
   at::Tensor rstd = at::empty(ns.stat_shape, input.options().dtype(stat_dtype(input)));
   if (ns.m > 0) {
     launch_rows(TPU_OP_RMS_NORM, input.device().index(),
@@ -345,15 +351,15 @@ std::tuple<at::Tensor, at::Tensor> fused_rms_norm_backward(
   NormShape ns = norm_shape(input, normalized_shape, weight, at::Tensor());
   at::Tensor dx, dw;
   if (mask[0]) {
-    dx = ns.m > 0 && ns.n > 0 ? at::empty(input.sizes(), input.options().memory_format(at::MemoryFormat::Contiguous))
-                              : at::zeros(input.sizes(), input.options());
+    dx = dense_like(input, ns.m == 0 || ns.n == 0);
   }
   if (mask[1] && weight.defined()) {
-    dw = ns.m > 0 ? at::empty(weight.sizes(), weight.options()) : at::zeros(weight.sizes(), weight.options());
+    dw = dense_like(weight, ns.m == 0);
   }
   if (ns.m > 0 && ns.n > 0) {
+    at::Tensor g = grad_out.contiguous(), x = input.contiguous();
     launch_rows(TPU_OP_RMS_NORM_BACKWARD, input.device().index(),
-                {rows_view(grad_out.contiguous(), ns.m, ns.n), rows_view(input.contiguous(), ns.m, ns.n),
+                {rows_view(g, ns.m, ns.n), rows_view(x, ns.m, ns.n),
                  rows_view(rstd.contiguous(), -1, ns.m), rows_view(weight, -1, ns.n)},
                 {rows_view(dx, ns.m, ns.n), rows_view(dw, -1, ns.n)}, 0);
   }

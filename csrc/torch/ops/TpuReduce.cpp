@@ -112,7 +112,8 @@ void run_sum(const char* name, const at::Tensor& self, at::OptionalIntArrayRef d
              std::optional<at::ScalarType> dtype, const at::Tensor& out, bool mean) {
   if (!core_computes(self.scalar_type()) || !core_computes(out.scalar_type())) {
     on_host(name, out, [&] {
-      return mean ? at::mean(self.cpu(), dim, keepdim, dtype) : at::sum(self.cpu(), dim, keepdim, dtype);
+      at::Tensor host = self.cpu();
+      return mean ? at::mean(host, dim, keepdim, dtype) : at::sum(host, dim, keepdim, dtype);
     });
     return;
   }

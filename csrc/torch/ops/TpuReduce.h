@@ -20,7 +20,8 @@ using DimMask = std::bitset<64>;
 
 // The dimensions of `self` a reduction over `dims` covers (wrapped, checked for repeats). No list
 // means every dimension; so does an empty list unless `empty_is_none` (any and all).
-DimMask reduce_mask(const at::Tensor& self, at::OptionalIntArrayRef dims, bool empty_is_none = false);
+DimMask reduce_mask(const at::Tensor& self, at::OptionalIntArrayRef dims,
+                    bool empty_is_none = false);
 
 // `out` as the core's reduction kernels take it: the input's rank, size 1 in each reduced
 // dimension (a keepdim=False output gets those dimensions back, with stride 0).

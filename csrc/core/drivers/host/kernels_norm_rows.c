@@ -30,7 +30,7 @@
   for (int k = 0; k < LANES; k++)                                                                  \
   total += acc[k]
 
-#define ROW_FUNCS(S, T, MASK_T, EXP, T_EXP)                                                               \
+#define ROW_FUNCS(S, T, MASK_T, EXP, T_EXP)                                                        \
   TPU_SIMD static double max_##S(const T *restrict x, int64_t n) {                                 \
     T acc[LANES];                                                                                  \
     MASK_T nan[LANES] = {0};                                                                       \

@@ -66,13 +66,13 @@ typedef struct rk_spec {
  * input is summed as its real view: every output must then be complex too. */
 tpu_status tpu_reduce(const tpu_op_call *call, const rk_spec *spec);
 
-/* ---- Between the engine (kernels_reduce.c) and its loops (kernels_reduce_loops.c). ---- */
+/* ---- Between the engine (kernels_reduce.c, kernels_reduce_run.c) and its loops ---- */
 
 /* Writes i (when is_int) or f to one element of dtype dt (a real computable dtype), converting as
  * a cast does. */
 void rk_store(tpu_dtype dt, char *p, bool is_int, int64_t i, double f);
 
-/* Accumulation class: float for float16/bfloat16/float32, double, or int64 for integers and bool. */
+/* Accumulation class: float for float16/bfloat16/float32, double, or int64 (integers, bool). */
 typedef enum rk_class { RK_F, RK_D, RK_I } rk_class;
 
 /* One output's running state. f: sum, product, extreme, count...; g: RK_VAR's sum of squares; i:
@@ -142,5 +142,46 @@ rk_state rk_state_init(rk_kind kind, rk_class cls);
 
 /* Folds b, the state of a later part of the same reduced range, into a. */
 void rk_merge(rk_kind kind, rk_class cls, rk_state *a, const rk_state *b);
+
+/* ---- Between the plan (kernels_reduce.c) and the execution (kernels_reduce_run.c). ---- */
+
+/* Operands of a dimension set: 0 is the input, 1 and 2 the outputs. */
+#define RK_OPS 3
+
+/* Dimensions, innermost first, with byte strides per operand. */
+typedef struct rk_dims {
+  int nd; /* at least 1 */
+  int64_t shape[TPU_MAX_DIMS + 1];
+  int64_t stride[RK_OPS][TPU_MAX_DIMS + 1];
+} rk_dims;
+
+typedef struct rk_plan {
+  const rk_spec *spec;
+  rk_kind pre;       /* the first pass of two-pass kinds, else RK_NONE */
+  rk_class cls;
+  rk_load_fn load;   /* input -> class values */
+  bool direct;       /* the input already holds class values: dense runs need no loading */
+  bool narrow;       /* loaded values round to the compute dtype (see rk_narrow) */
+  int64_t elsize;    /* bytes per input element */
+  const char *in;
+  char *out[2];
+  tpu_dtype out_dtype[2];
+  int nout;
+  rk_dims kept, red; /* red uses operand 0 only */
+  int64_t n_out, n_red;
+  bool cols;         /* column mode */
+  int64_t blocks;    /* column mode: blocks of RK_BLOCK along kept dimension 0 */
+} rk_plan;
+
+/* Runs a planned reduction over the pool. */
+tpu_status rk_run(const rk_plan *pl);
+
+/* What a first pass hands the second: the mean, or the maximum (0 when infinite, as PyTorch's
+ * logsumexp does). */
+double rk_first_pass(const rk_plan *pl, const rk_state *st);
+
+/* Writes the final values of one output from its state: o0 and o1 point at its elements in the
+ * outputs. */
+void rk_finish(const rk_plan *pl, const rk_state *st, double aux, char *o0, char *o1);
 
 #endif

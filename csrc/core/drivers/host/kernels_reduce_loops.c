@@ -115,10 +115,13 @@ rk_load_fn rk_loader(tpu_dtype in, rk_class cls, bool abs) {
     RK_REAL_INPUTS(LOADER_CASE)
 #undef LOADER_CASE
   case TPU_COMPLEX64:
-    return !abs ? NULL : cls == RK_F ? load_fabs_COMPLEX64 : cls == RK_D ? load_dabs_COMPLEX64 : NULL;
+    if (!abs || cls == RK_I)
+      return NULL;
+    return cls == RK_F ? load_fabs_COMPLEX64 : load_dabs_COMPLEX64;
   case TPU_COMPLEX128:
-    return !abs ? NULL : cls == RK_F ? load_fabs_COMPLEX128 : cls == RK_D ? load_dabs_COMPLEX128
-                                                                         : NULL;
+    if (!abs || cls == RK_I)
+      return NULL;
+    return cls == RK_F ? load_fabs_COMPLEX128 : load_dabs_COMPLEX128;
   default: return NULL;
   }
 }

@@ -2,17 +2,17 @@
  * tensors[0] = input and writes outputs of the input's rank with size 1 in each reduced dimension
  * (keepdim-shaped views of the real outputs); which dimensions are reduced follows from the sizes.
  *
- *   SUM, PROD:     out. call->compute: the dtype the input is cast to and accumulated as (PyTorch's
- *                  result dtype; bfloat16 and float16 accumulate in float, float32 in double, the
- *                  integers in int64, wrapping). SUM's scalars[0].i = 1 makes it the mean. A complex
- *                  input (SUM only) is summed part by part into a complex output.
+ *   SUM, PROD:     out. call->compute: the dtype the input is cast to and accumulated as
+ *                  (PyTorch's result dtype; floats accumulate in float lanes added into double,
+ *                  the integers in int64, wrapping). SUM's scalars[0].i = 1 makes it the mean.
+ *                  A complex input (SUM only) is summed part by part into a complex output.
  *   AMAX, AMIN:    out, the input's dtype; NaN propagates.
  *   MAX_DIM, MIN_DIM: values (the input's dtype), indices (int64): the first extreme, NaN first.
  *   ARGMAX, ARGMIN: indices (int64), counted in the logical row-major order of the reduced
  *                  dimensions, as PyTorch flattens them.
  *   VAR:           out [, mean]: scalars[0].f = correction, scalars[1].i = 1 for the standard
- *                  deviation; call->compute = the (floating) dtype computed in. Two passes: the mean,
- *                  then the sum of squared deviations with the rounding correction.
+ *                  deviation; call->compute = the (floating) dtype computed in. Two passes: the
+ *                  mean, then the sum of squared deviations with the rounding correction.
  *   NORM:          out: the vector p-norm, scalars[0].f = p (0, +-inf and any other value);
  *                  call->compute = the floating dtype the input is cast to; complex inputs use |z|.
  *   LOGSUMEXP:     out: log(sum(exp(x - m))) + m with m the maximum (0 when infinite); floating.
@@ -96,10 +96,8 @@ tpu_status tpu_kernel_logsumexp(const tpu_op_call *call) {
 static rk_spec nonzero_spec(const tpu_op_call *call, rk_final fin) {
   tpu_dtype in = input_dtype(call);
   bool complex = tpu_dtype_is_complex(in);
-  rk_spec spec = {.kind = RK_COUNT,
-                  .fin = fin,
-                  .abs = complex,
-                  .compute = in == TPU_COMPLEX64 ? TPU_FLOAT32 : in == TPU_COMPLEX128 ? TPU_FLOAT64 : in};
+  tpu_dtype compute = in == TPU_COMPLEX64 ? TPU_FLOAT32 : in == TPU_COMPLEX128 ? TPU_FLOAT64 : in;
+  rk_spec spec = {.kind = RK_COUNT, .fin = fin, .abs = complex, .compute = compute};
   return spec;
 }
 
