@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from _reduce_checks import DEV, FLOAT_DTYPES, check, grads, make, raises_like_cpu
 
 HALF = (torch.float16, torch.bfloat16)
+Opt = torch.Tensor | None
 
 
 def tol(dtype: torch.dtype) -> float | None:
@@ -230,3 +231,115 @@ def test_fused_rms_norm_keeps_autograd_registration() -> None:
     assert torch._C._dispatch_has_kernel_for_dispatch_key(name, "AutogradPrivateUse1")
     for op in ("aten::_softmax", "aten::native_layer_norm", "aten::_log_softmax_backward_data"):
         assert torch._C._dispatch_has_kernel_for_dispatch_key(op, "Autograd")
+
+
+def batch_norm_args(
+    dtype: torch.dtype, shape: tuple[int, ...], affine: bool, stats: bool
+) -> list[torch.Tensor | None]:
+    c = shape[1]
+    param = torch.float32 if dtype in HALF else dtype
+    w = make((c,), param, seed=1) if affine else None
+    b = make((c,), param, seed=2) if affine else None
+    rm = make((c,), param, seed=3) if stats else None
+    rv = (make((c,), param, seed=4).abs() + 0.5) if stats else None
+    return [make(shape, dtype) * 2 + 1, rm, rv, w, b]
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(4, 3, 5, 6), (8, 5), (2, 4, 7)], ids=str)
+@pytest.mark.parametrize("affine", [False, True])
+def test_batch_norm_training(
+    dtype: torch.dtype, shape: tuple[int, ...], affine: bool, eager_mode: str
+) -> None:
+    args = batch_norm_args(dtype, shape, affine, stats=True)
+
+    def fn(
+        x: torch.Tensor, rm: torch.Tensor, rv: torch.Tensor, w: Opt, b: Opt
+    ) -> tuple[torch.Tensor, ...]:
+        rm, rv = rm.clone(), rv.clone()  # updated in place: the CPU run must not change the inputs
+        y = F.batch_norm(x, rm, rv, w, b, training=True, momentum=0.2, eps=1e-4)
+        return y, rm, rv
+
+    check(fn, *args, rtol=tol(dtype), atol=tol(dtype), meta=False)
+    args[1] = args[2] = None  # no running statistics
+    check(
+        lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
+        args[0],
+        args[3],
+        args[4],
+        rtol=tol(dtype),
+        atol=tol(dtype),
+    )
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+def test_batch_norm_evaluation_and_channels_last(dtype: torch.dtype, eager_mode: str) -> None:
+    x, rm, rv, w, b = batch_norm_args(dtype, (4, 3, 5, 6), True, stats=True)
+    check(
+        lambda t, m, v, u, c: F.batch_norm(t, m, v, u, c, training=False),
+        x,
+        rm,
+        rv,
+        w,
+        b,
+        rtol=tol(dtype),
+        atol=tol(dtype),
+    )
+    cl = x.to(memory_format=torch.channels_last)
+    for training in (False, True):
+        check(
+            lambda t, m, v, u, c, tr=training: F.batch_norm(t, m.clone(), v.clone(), u, c, tr),
+            cl,
+            rm,
+            rv,
+            w,
+            b,
+            rtol=tol(dtype),
+            atol=tol(dtype),
+        )
+
+
+def test_native_batch_norm_outputs_match_meta() -> None:
+    # Saved statistics have C elements (float32 for half inputs) in evaluation too, as the meta
+    # function and CUDA give; CPU returns empty ones there, so only the output is compared to it.
+    for dtype in FLOAT_DTYPES:
+        for training in (True, False):
+            x, rm, rv, w, b = batch_norm_args(dtype, (2, 3, 4), True, stats=True)
+            args = (x, w, b, rm, rv, training, 0.1, 1e-5)
+            got = torch.ops.aten.native_batch_norm(
+                *[a.to(DEV) if isinstance(a, torch.Tensor) else a for a in args]
+            )
+            meta = torch.ops.aten.native_batch_norm(
+                *[a.to("meta") if isinstance(a, torch.Tensor) else a for a in args]
+            )
+            want = torch.ops.aten.native_batch_norm(*args)
+            for g, m in zip(got, meta, strict=True):
+                assert (g.shape, g.stride(), g.dtype) == (m.shape, m.stride(), m.dtype)
+            torch.testing.assert_close(got[0].cpu(), want[0], rtol=tol(dtype), atol=tol(dtype))
+            if training:
+                torch.testing.assert_close(
+                    got[1].cpu(), want[1].to(got[1].dtype), rtol=tol(dtype), atol=tol(dtype)
+                )
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_gradients(dtype: torch.dtype, training: bool, eager_mode: str) -> None:
+    x, rm, rv, w, b = batch_norm_args(dtype, (4, 3, 5, 2), True, stats=True)
+    rtol = 5e-2 if dtype in HALF else 1e-4
+    grads(
+        lambda t, u, c: F.batch_norm(t, rm.to(t.device), rv.to(t.device), u, c, training),
+        x,
+        w,
+        b,
+        rtol=rtol,
+        atol=rtol,
+    )
+    cl = x.to(memory_format=torch.channels_last)
+    grads(lambda t: F.batch_norm(t, None, None, None, None, True), cl, rtol=rtol, atol=rtol)
+
+
+def test_batch_norm_errors() -> None:
+    x, rm, rv, w, b = batch_norm_args(torch.float32, (4, 3, 5), True, stats=True)
+    raises_like_cpu(lambda t, m, v: F.batch_norm(t, m, v, training=False), x, rm[:2], rv[:2])
+    raises_like_cpu(lambda t, u: F.batch_norm(t, None, None, u, training=True), x, w[:2])

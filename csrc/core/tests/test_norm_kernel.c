@@ -2,7 +2,7 @@
  * and outer dimensions, float32, bfloat16 to float32, float64), their gradients, masked (-inf)
  * and NaN rows; layer_norm and rms_norm forward and backward, with and without affine
  * parameters, over enough rows that the pool splits them, with bit-identical weight gradients on
- * every run. */
+ * every run; batch_norm forward and backward, channels first and last. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,11 +215,105 @@ static void test_layer_norm_bfloat16(void) {
     CHECK(y[i] == tpu_f32_to_bf16(xf[i] * r + -r * 4));
 }
 
+/* BATCH_NORM and its backward on a [N, C, S] tensor stored channels-first or channels-last,
+ * against double references: output, saved and running statistics, dX, dW, dB in training and
+ * evaluation. */
+static void check_batch_norm(int channels_last) {
+  enum { BN = 3, BC = 4, BS = 50, BT = BN * BC * BS };
+  const int64_t sizes[3] = {BN, BC, BS}, c4 = BC;
+  const int64_t strides[3] = {BC * BS, channels_last ? 1 : BS, channels_last ? BC : 1};
+  float x[BT], y[BT], dy[BT], dx[BT], w[BC], b[BC], rm[BC], rv[BC], sm[BC], si[BC], dw[BC], db[BC];
+  for (int i = 0; i < BT; i++)
+    x[i] = (float)value(i) * 2 + 1, dy[i] = (float)value(i + BT);
+  for (int k = 0; k < BC; k++)
+    w[k] = (float)value(k + 3), b[k] = (float)value(k + 5), rm[k] = 0.5f, rv[k] = 2;
+  const double eps = 1e-5, momentum = 0.25;
+  /* x[n, c, s] at n * strides[0] + c * strides[1] + s * strides[2]. */
+  double mean[BC] = {0}, var[BC] = {0}, sum[BC] = {0}, dot[BC] = {0};
+  for (int n = 0; n < BN; n++)
+    for (int c = 0; c < BC; c++)
+      for (int s = 0; s < BS; s++)
+        mean[c] += x[n * strides[0] + c * strides[1] + s * strides[2]] / (double)(BN * BS);
+  for (int n = 0; n < BN; n++)
+    for (int c = 0; c < BC; c++)
+      for (int s = 0; s < BS; s++) {
+        int64_t i = n * strides[0] + c * strides[1] + s * strides[2];
+        var[c] += (x[i] - mean[c]) * (x[i] - mean[c]) / (double)(BN * BS);
+        sum[c] += dy[i], dot[c] += dy[i] * (x[i] - mean[c]);
+      }
+  for (int training = 1; training >= 0; training--) {
+    tpu_tensor t[8] = {host_view(x, TPU_FLOAT32, 3, sizes, strides),
+                       host_view(w, TPU_FLOAT32, 1, &c4, NULL),
+                       host_view(b, TPU_FLOAT32, 1, &c4, NULL),
+                       host_view(y, TPU_FLOAT32, 3, sizes, strides),
+                       host_view(sm, TPU_FLOAT32, 1, &c4, NULL),
+                       host_view(si, TPU_FLOAT32, 1, &c4, NULL),
+                       host_view(rm, TPU_FLOAT32, 1, &c4, NULL),
+                       host_view(rv, TPU_FLOAT32, 1, &c4, NULL)};
+    float rm0[BC], rv0[BC];
+    memcpy(rm0, rm, sizeof rm), memcpy(rv0, rv, sizeof rv);
+    CHECK_OK(run_kernel(TPU_OP_BATCH_NORM, t, 3, 5, SCALAR_F(eps), SCALAR_F(momentum),
+                        SCALAR_I(training), NO_SCALAR));
+    int bad = 0;
+    double used_mean[BC], used_invstd[BC];
+    for (int c = 0; c < BC; c++) {
+      used_mean[c] = training ? mean[c] : rm0[c];
+      used_invstd[c] = 1 / sqrt((training ? var[c] : rv0[c]) + eps);
+      bad += !close_to(sm[c], used_mean[c], 1e-6) + !close_to(si[c], used_invstd[c], 1e-5);
+      if (training) {
+        double unbiased = var[c] * BN * BS / (BN * BS - 1);
+        bad += !close_to(rm[c], momentum * mean[c] + (1 - momentum) * rm0[c], 1e-6);
+        bad += !close_to(rv[c], momentum * unbiased + (1 - momentum) * rv0[c], 1e-6);
+      }
+    }
+    for (int n = 0; n < BN; n++)
+      for (int c = 0; c < BC; c++)
+        for (int s = 0; s < BS; s++) {
+          int64_t i = n * strides[0] + c * strides[1] + s * strides[2];
+          bad += !close_to(y[i], (x[i] - used_mean[c]) * used_invstd[c] * w[c] + b[c], 1e-5);
+        }
+    /* The backward takes the saved statistics in training, the running ones otherwise. */
+    tpu_tensor bk[8] = {host_view(dy, TPU_FLOAT32, 3, sizes, strides), t[0], t[1],
+                        training ? t[4] : host_view(rm0, TPU_FLOAT32, 1, &c4, NULL),
+                        training ? t[5] : host_view(rv0, TPU_FLOAT32, 1, &c4, NULL),
+                        host_view(dx, TPU_FLOAT32, 3, sizes, strides),
+                        host_view(dw, TPU_FLOAT32, 1, &c4, NULL),
+                        host_view(db, TPU_FLOAT32, 1, &c4, NULL)};
+    CHECK_OK(run_kernel(TPU_OP_BATCH_NORM_BACKWARD, bk, 5, 3, SCALAR_F(eps), NO_SCALAR,
+                        SCALAR_I(training), NO_SCALAR));
+    const double cnt = BN * BS;
+    for (int c = 0; c < BC; c++) {
+      double d = 0; /* dot with the statistics used */
+      for (int n = 0; n < BN; n++)
+        for (int s = 0; s < BS; s++) {
+          int64_t i = n * strides[0] + c * strides[1] + s * strides[2];
+          d += dy[i] * (x[i] - used_mean[c]);
+        }
+      bad += !close_to(db[c], sum[c], 1e-5) + !close_to(dw[c], d * used_invstd[c], 1e-5);
+      for (int n = 0; n < BN; n++)
+        for (int s = 0; s < BS; s++) {
+          int64_t i = n * strides[0] + c * strides[1] + s * strides[2];
+          double k = training ? d * used_invstd[c] * used_invstd[c] / cnt : 0;
+          double gm = training ? sum[c] / cnt : 0;
+          double want = (dy[i] - gm - (x[i] - used_mean[c]) * k) * used_invstd[c] * w[c];
+          bad += !close_to(dx[i], want, 1e-4);
+        }
+    }
+    CHECK(bad == 0);
+  }
+}
+
+static void test_batch_norm(void) {
+  check_batch_norm(0);
+  check_batch_norm(1);
+}
+
 int main(void) {
   tpu_pool_set_threads(3);
   RUN_TEST(test_softmax);
   RUN_TEST(test_softmax_dtypes_and_masks);
   RUN_TEST(test_layer_and_rms_norm);
   RUN_TEST(test_layer_norm_bfloat16);
+  RUN_TEST(test_batch_norm);
   TEST_MAIN_END();
 }
