@@ -25,6 +25,21 @@
 
 static bool present(const tpu_tensor *t) { return tpu_tensor_numel(t) > 0; }
 
+/* True when t is absent or a floating [c] vector, and when u is a [N, C, S] view like x: the kernels
+ * read exactly those elements. */
+static bool channels_ok(const tpu_tensor *t, int64_t c) {
+  return !present(t) || (t->ndim == 1 && t->sizes[0] == c && tpu_dtype_is_floating(t->dtype));
+}
+
+static bool like_x(const tpu_tensor *u, const tpu_tensor *x) {
+  if (u->ndim != 3 || !tpu_dtype_is_floating(u->dtype))
+    return false;
+  for (int d = 0; d < 3; d++)
+    if (u->sizes[d] != x->sizes[d])
+      return false;
+  return true;
+}
+
 /* A per-channel tensor as doubles (fill when absent). */
 static void load_channels(const tpu_tensor *t, int64_t c, double fill, double *out) {
   if (!present(t)) {
@@ -183,9 +198,13 @@ tpu_status tpu_kernel_batch_norm(const tpu_op_call *call) {
                    *run_var = &call->tensors[7];
   const double eps = call->scalars[0].f, momentum = call->scalars[1].f;
   const bool training = call->scalars[2].i != 0;
-  if (x->ndim != 3 || y->ndim != 3 || !tpu_dtype_is_floating(x->dtype))
+  if (!like_x(x, x) || !like_x(y, x))
     return tpu_error(TPU_ERR_VALUE, "batch_norm: expected floating [N, C, S] views");
   const int64_t c = x->sizes[1], n = x->sizes[0] * x->sizes[2];
+  const tpu_tensor *per_channel[] = {w, b, save_mean, save_invstd, run_mean, run_var};
+  for (size_t k = 0; k < sizeof per_channel / sizeof *per_channel; k++)
+    if (!channels_ok(per_channel[k], c))
+      return tpu_error(TPU_ERR_VALUE, "batch_norm: per-channel tensors must have C elements");
   const rk_class cls = nk_class(x->dtype);
   double *mem = malloc((size_t)(c > 0 ? c : 1) * 11 * sizeof(double));
   if (!mem)
@@ -295,10 +314,14 @@ tpu_status tpu_kernel_batch_norm_backward(const tpu_op_call *call) {
                    *dx = &call->tensors[5], *dw = &call->tensors[6], *db = &call->tensors[7];
   const double eps = call->scalars[0].f;
   const bool training = call->scalars[2].i != 0;
-  if (x->ndim != 3 || dy->ndim != 3 || !tpu_dtype_is_floating(x->dtype) ||
-      !tpu_dtype_is_floating(dy->dtype))
+  if (!like_x(x, x) || !like_x(dy, x) || (present(dx) && !like_x(dx, x)))
     return tpu_error(TPU_ERR_VALUE, "batch_norm backward: expected floating [N, C, S] views");
   const int64_t c = x->sizes[1], n = x->sizes[0] * x->sizes[2];
+  const tpu_tensor *per_channel[] = {w, mean_t, stat_t, dw, db};
+  for (size_t k = 0; k < sizeof per_channel / sizeof *per_channel; k++)
+    if (!channels_ok(per_channel[k], c))
+      return tpu_error(TPU_ERR_VALUE, "batch_norm backward: per-channel tensors must have C "
+                                      "elements");
   const rk_class cls = nk_class(x->dtype);
   bn_sums s = {.cls = cls, .dy_dt = dy->dtype, .x_dt = x->dtype, .c = c};
   s.chunks = tpu_parallel_chunks(n * c, TPU_ITER_GRAIN);

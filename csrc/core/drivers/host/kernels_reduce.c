@@ -168,6 +168,9 @@ static tpu_status plan(const tpu_op_call *call, const rk_spec *spec, rk_plan *pl
     if (t->ndim != in->ndim || (as_real && !tpu_dtype_is_complex(t->dtype)))
       return tpu_error(TPU_ERR_VALUE, "reduction: output %d does not match the input", o);
     pl->out_dtype[o] = real_of(t->dtype);
+    if (!tpu_dtype_is_computable(t->dtype) || tpu_dtype_is_complex(pl->out_dtype[o]))
+      return tpu_error(TPU_ERR_NOT_IMPLEMENTED, "reduction: cannot write %s outputs",
+                       tpu_dtype_name(t->dtype));
     pl->out[o] = tpu_tensor_numel(t) ? tpu_tensor_data(t) : nothing;
   }
   pl->out[1] = pl->out[pl->nout - 1]; /* never written with one output; keeps offsets defined */

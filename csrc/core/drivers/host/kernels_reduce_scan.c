@@ -119,9 +119,9 @@ tpu_status tpu_kernel_cumsum(const tpu_op_call *call) {
   tpu_dtype in_dt = real_of(in->dtype);
   s.cls = rk_class_of(s.compute);
   s.load = rk_loader(in_dt, s.cls, false);
-  if (!s.load)
-    return tpu_error(TPU_ERR_NOT_IMPLEMENTED, "cumsum is not implemented for %s",
-                     tpu_dtype_name(in->dtype));
+  if (!s.load || !tpu_dtype_is_computable(out->dtype))
+    return tpu_error(TPU_ERR_NOT_IMPLEMENTED, "cumsum is not implemented from %s to %s",
+                     tpu_dtype_name(in->dtype), tpu_dtype_name(out->dtype));
   s.narrow = in_dt != s.compute;
   s.in_size = (int64_t)tpu_dtype_size(in_dt);
   s.out_size = (int64_t)tpu_dtype_size(s.compute);
