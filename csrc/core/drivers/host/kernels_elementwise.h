@@ -15,6 +15,7 @@
 #include <tgmath.h> /* loops written once for float and double call each type's libm function */
 
 #include "drivers/host/kernels_internal.h"
+#include "drivers/host/kernels_simd.h"
 #include "drivers/host/tpu_elementwise.h"
 
 /* Loops are written once for signed and unsigned types: `x < 0` is sometimes always false. */
@@ -115,31 +116,6 @@ static inline void ew_flag_zero_division(const tpu_ew_ctx *P) {
 /* ---- float math, written so loops over it vectorize (no calls, no branches). Polynomials use
  * fmaf: one instruction per term where the clone has FMA (an exact libm call elsewhere). ---- */
 
-static inline float ew_bits_f32(int32_t i) {
-  float f;
-  memcpy(&f, &i, sizeof f);
-  return f;
-}
-
-/* e^x within about 1 ulp (Cephes' polynomial), with inf, 0 and NaN at the ends. */
-static inline float ew_expf(float x) {
-  float xc = x >= -104.0f ? (x <= 89.0f ? x : 89.0f) : -104.0f; /* NaN too: no NaN to int */
-  const float shifter = 0x1.8p23f; /* adding it rounds to an integer in its low mantissa bits */
-  float n = fmaf(xc, 1.44269504088896341f, shifter) - shifter;
-  float r = fmaf(n, -0.693359375f, xc);
-  r = fmaf(n, 2.12194440e-4f, r);
-  float p = 1.9875691500e-4f;
-  p = fmaf(p, r, 1.3981999507e-3f);
-  p = fmaf(p, r, 8.3334519073e-3f);
-  p = fmaf(p, r, 4.1665795894e-2f);
-  p = fmaf(p, r, 1.6666665459e-1f);
-  p = fmaf(p, r, 5.0000001201e-1f);
-  float y = fmaf(p, r * r, r) + 1.0f;
-  int32_t ni = (int32_t)n, n1 = ni >> 1, n2 = ni - n1; /* two factors keep 2^n normal */
-  y = y * ew_bits_f32((n1 + 127) << 23) * ew_bits_f32((n2 + 127) << 23);
-  return x != x ? x : y;
-}
-
 /* tanh: an odd polynomial near 0 (Cephes), 1 - 2 / (e^2|x| + 1) beyond. */
 static inline float ew_tanhf(float x) {
   float ax = fabsf(x), z = x * x;
@@ -149,7 +125,7 @@ static inline float ew_tanhf(float x) {
   p = fmaf(p, z, 1.33314422036e-1f);
   p = fmaf(p, z, -3.33332819422e-1f);
   float small = fmaf(p * z, x, x);
-  float big = 1.0f - 2.0f / (ew_expf(2.0f * ax) + 1.0f);
+  float big = 1.0f - 2.0f / (tpu_expf_simd(2.0f * ax) + 1.0f);
   return copysignf(ax < 0.625f ? small : big, x); /* odd: keeps tanh(-0) = -0 */
 }
 
@@ -177,7 +153,7 @@ static inline float ew_erff(float x) {
   q = fmaf(q, t, 0.37409196f);
   q = fmaf(q, t, 1.00002368f);
   q = fmaf(q, t, -1.26551223f);
-  float erfc = t * ew_expf(q - z2);
+  float erfc = t * tpu_expf_simd(q - z2);
   float large = copysignf(1.0f - erfc, x);
   return z < 0.5f ? small : large;
 }
@@ -205,7 +181,7 @@ static inline float ew_normal_cdff(float x) {
 static inline double ew_exp_f64(double x) { return exp(x); }
 static inline double ew_tanh_f64(double x) { return tanh(x); }
 static inline double ew_erf_f64(double x) { return erf(x); }
-#define EW_EXP(x) _Generic((x), float: ew_expf, double: ew_exp_f64)(x)
+#define EW_EXP(x) _Generic((x), float: tpu_expf_simd, double: ew_exp_f64)(x)
 #define EW_TANH(x) _Generic((x), float: ew_tanhf, double: ew_tanh_f64)(x)
 #define EW_ERF(x) _Generic((x), float: ew_erff, double: ew_erf_f64)(x)
 static inline double ew_normal_cdf_f64(double x) { return 0.5 * (1 + erf(x * M_SQRT1_2)); }
