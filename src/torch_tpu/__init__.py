@@ -8,6 +8,9 @@ Nothing starts a thread or reserves memory until the device is first used.
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 import torch
 
 _registered = False
@@ -23,7 +26,21 @@ def _register() -> None:
     torch.utils.rename_privateuse1_backend("tpu")
     torch._register_device_module("tpu", device_module)
     torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
+    _hand_over_blas()
     _registered = True
+
+
+def _hand_over_blas() -> None:
+    """Tells the core where scipy-openblas32's library is; it is opened on the first GEMM.
+
+    Found without importing the package (import stays light); without it the built-in GEMM runs.
+    """
+    spec = importlib.util.find_spec("scipy_openblas32")
+    if spec is None or spec.origin is None:
+        return
+    libs = sorted((Path(spec.origin).parent / "lib").glob("libscipy_openblas*.so*"))
+    if libs:
+        torch.ops.torch_tpu._set_blas_library(str(libs[0]))
 
 
 def _autoload() -> None:

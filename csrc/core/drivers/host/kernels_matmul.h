@@ -1,0 +1,72 @@
+/* The matmul family on the host: every op (mm, bmm, addmm, baddbmm, addbmm, addmv, dot) is one
+ * batched GEMM, out[b] = alpha * A[b] @ B[b] + beta * C[b], run by tpu_kernel_gemm.
+ *
+ * Call layout, shared by all the family's ops: tensors[0] = A [batch, M, K], tensors[1] = B
+ * [batch, K, N], optionally tensors[2] = C [batch, M, N] (any strides, 0 for broadcast), then the
+ * output [batch, M, N], or [1, M, N] to sum the batches (addbmm). All share one dtype. scalars[0] =
+ * alpha, scalars[1] = beta (.i for integer dtypes, .f otherwise), scalars[2] and [3] = their
+ * imaginary parts for complex dtypes; scalars[4].i holds TPU_GEMM_CONJ_A / _B to read A / B
+ * conjugated (PyTorch's lazy conj views). With beta == 0 (or no C) C is never read, so its NaNs
+ * do not propagate, as in BLAS.
+ *
+ * fp32, fp64 and complex go through a BLAS loaded at run time (OpenBLAS, single-threaded: the work
+ * is split over the core's own pool); bf16 uses an AVX512-BF16 packed kernel where the CPU has
+ * one; fp16, and bf16 elsewhere, are widened to fp32. Every product accumulates in fp32 or wider
+ * and is rounded once. Without a BLAS a built-in blocked kernel computes the same results.
+ *
+ * float32 is always true fp32 (sgemm), whatever torch.get_float32_matmul_precision() says:
+ * "highest" forbids reduced precision, and "high"/"medium" only permit it; bf16 passes would
+ * trade accuracy for at most the 2x of vdpbf16ps over fp32 FMA here, so they are left out. */
+#ifndef TPU_KERNELS_MATMUL_H
+#define TPU_KERNELS_MATMUL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/tpu_status.h"
+
+/* The BLAS entry points the kernels use: CBLAS signatures with 32-bit integers (LP64). */
+typedef void (*tpu_cblas_sgemm_fn)(int order, int ta, int tb, int m, int n, int k, float alpha,
+                                   const float *a, int lda, const float *b, int ldb, float beta,
+                                   float *c, int ldc);
+typedef void (*tpu_cblas_dgemm_fn)(int order, int ta, int tb, int m, int n, int k, double alpha,
+                                   const double *a, int lda, const double *b, int ldb, double beta,
+                                   double *c, int ldc);
+/* cgemm and zgemm: alpha and beta by pointer, as CBLAS passes complex scalars. */
+typedef void (*tpu_cblas_xgemm_fn)(int order, int ta, int tb, int m, int n, int k,
+                                   const void *alpha, const void *a, int lda, const void *b,
+                                   int ldb, const void *beta, void *c, int ldc);
+
+typedef struct tpu_blas {
+  tpu_cblas_sgemm_fn sgemm;
+  tpu_cblas_dgemm_fn dgemm;
+  tpu_cblas_xgemm_fn cgemm; /* NULL: complex64 runs on the built-in kernel */
+  tpu_cblas_xgemm_fn zgemm; /* NULL: complex128 runs on the built-in kernel */
+  const char *name;         /* e.g. OpenBLAS's configuration string */
+} tpu_blas;
+
+/* Bits of scalars[4].i. */
+enum { TPU_GEMM_CONJ_A = 1, TPU_GEMM_CONJ_B = 2 };
+
+/* CBLAS constants. */
+enum { TPU_CBLAS_ROW_MAJOR = 101, TPU_CBLAS_NO_TRANS = 111, TPU_CBLAS_TRANS = 112 };
+
+/* Remembers the path of a CBLAS shared library (OpenBLAS's scipy_openblas32 build, or any library
+ * exporting cblas_sgemm); it is opened on the first GEMM, not now (nothing heavy at import).
+ * NULL forgets it. */
+void tpu_matmul_set_blas_path(const char *path);
+
+/* Uses `blas` (copied; NULL for the built-in kernels) from now on instead of the library: for
+ * tests, and the one place that decides what the kernels call. */
+void tpu_matmul_set_blas(const tpu_blas *blas);
+
+/* The BLAS in use, opening the library on first call; NULL when there is none. */
+const tpu_blas *tpu_matmul_blas(void);
+
+/* True when the bf16 kernel uses the CPU's AVX512-BF16 instructions. */
+bool tpu_matmul_has_bf16_kernel(void);
+
+/* Forces the portable bf16 path (widening to fp32) even where AVX512-BF16 exists: for tests. */
+void tpu_matmul_disable_bf16_kernel(bool disable);
+
+#endif

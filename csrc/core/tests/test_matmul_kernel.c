@@ -1,0 +1,260 @@
+/* The GEMM kernel: every dtype against a double-precision reference, transposed and strided
+ * operands and outputs, alpha/beta with NaN in an ignored C, summed batches, empty dimensions,
+ * the split over threads, the AVX512-BF16 kernel against the portable path, and the BLAS dispatch
+ * through a stand-in CBLAS that checks transposes reach it without copies. */
+#include <complex.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "drivers/host/kernels_matmul.h"
+#include "exec/tpu_pool.h"
+#include "tpu_test.h"
+#include "tpu_test_host.h"
+
+/* A [batch, rows, cols] host view with explicit element strides. */
+static tpu_tensor view3(void *mem, tpu_dtype d, int64_t b, int64_t r, int64_t c, int64_t bs,
+                        int64_t rs, int64_t cs) {
+  const int64_t sizes[3] = {b, r, c}, strides[3] = {bs, rs, cs};
+  return host_view(mem, d, 3, sizes, strides);
+}
+
+static tpu_status gemm(tpu_tensor a, tpu_tensor b, const tpu_tensor *c, tpu_tensor out,
+                       tpu_scalar alpha, tpu_scalar beta) {
+  tpu_tensor t[4] = {a, b, c ? *c : out, out};
+  int n_in = c ? 3 : 2;
+  t[n_in] = out;
+  return run_kernel(c ? TPU_OP_ADDMM : TPU_OP_MM, t, n_in, 1, alpha, beta, NO_SCALAR, NO_SCALAR);
+}
+
+static double value(int64_t i) { return (double)((i * 7919) % 17) / 8.0 - 1.0; }
+
+/* ref[i][j] = sum_k a[i][k] b[k][j] for row-major doubles. */
+static void reference(const double *a, const double *b, double *ref, int64_t m, int64_t n,
+                      int64_t k) {
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      double s = 0;
+      for (int64_t p = 0; p < k; p++)
+        s += a[i * k + p] * b[p * n + j];
+      ref[i * n + j] = s;
+    }
+}
+
+/* One float32 GEMM with A and B stored transposed or not, and a column-major output. */
+static void check_f32_layouts(int64_t m, int64_t n, int64_t k, bool ta, bool tb, bool to) {
+  float *a = malloc(sizeof(float) * (size_t)(m * k)), *b = malloc(sizeof(float) * (size_t)(k * n));
+  float *out = malloc(sizeof(float) * (size_t)(m * n));
+  double *ad = malloc(sizeof(double) * (size_t)(m * k));
+  double *bd = malloc(sizeof(double) * (size_t)(k * n));
+  double *ref = malloc(sizeof(double) * (size_t)(m * n));
+  for (int64_t i = 0; i < m * k; i++)
+    a[i] = (float)(ad[i] = value(i));
+  for (int64_t i = 0; i < k * n; i++)
+    b[i] = (float)(bd[i] = value(i + 3));
+  /* The same logical values, laid out transposed in memory when asked. */
+  double *al = malloc(sizeof(double) * (size_t)(m * k));
+  double *bl = malloc(sizeof(double) * (size_t)(k * n));
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t p = 0; p < k; p++)
+      al[i * k + p] = ta ? ad[p * m + i] : ad[i * k + p];
+  for (int64_t p = 0; p < k; p++)
+    for (int64_t j = 0; j < n; j++)
+      bl[p * n + j] = tb ? bd[j * k + p] : bd[p * n + j];
+  reference(al, bl, ref, m, n, k);
+  CHECK_OK(gemm(view3(a, TPU_FLOAT32, 1, m, k, 0, ta ? 1 : k, ta ? m : 1),
+                view3(b, TPU_FLOAT32, 1, k, n, 0, tb ? 1 : n, tb ? k : 1), NULL,
+                view3(out, TPU_FLOAT32, 1, m, n, 0, to ? 1 : n, to ? m : 1), SCALAR_F(1),
+                SCALAR_F(0)));
+  double err = 0;
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++)
+      err = fmax(err, fabs(out[to ? j * m + i : i * n + j] - ref[i * n + j]));
+  CHECK(err < 1e-4 * (double)k);
+  free(a), free(b), free(out), free(ad), free(bd), free(ref), free(al), free(bl);
+}
+
+/* A library that cannot be opened leaves the built-in kernels in charge. */
+static void test_missing_library(void) {
+  tpu_matmul_set_blas_path("/nonexistent/libopenblas.so");
+  CHECK(tpu_matmul_blas() == NULL);
+  check_f32_layouts(9, 8, 7, true, false, false);
+  tpu_matmul_set_blas_path(NULL);
+}
+
+static void test_f32_builtin(void) {
+  tpu_matmul_set_blas(NULL);
+  for (int t = 0; t < 8; t++)
+    check_f32_layouts(37, 29, 41, t & 1, t & 2, t & 4);
+  check_f32_layouts(1, 1, 1, false, false, false);
+}
+
+/* A stand-in CBLAS sgemm: the reference semantics, counting calls and transposed operands. */
+static int blas_calls, blas_transposes;
+
+static void fake_sgemm(int order, int ta, int tb, int m, int n, int k, float alpha,
+                       const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                       int ldc) {
+  CHECK(order == TPU_CBLAS_ROW_MAJOR);
+  blas_calls++;
+  blas_transposes += (ta == TPU_CBLAS_TRANS) + (tb == TPU_CBLAS_TRANS);
+  for (int i = 0; i < m; i++)
+    for (int j = 0; j < n; j++) {
+      float s = 0;
+      for (int p = 0; p < k; p++)
+        s += (ta == TPU_CBLAS_TRANS ? a[p * lda + i] : a[i * lda + p]) *
+             (tb == TPU_CBLAS_TRANS ? b[j * ldb + p] : b[p * ldb + j]);
+      c[i * ldc + j] = alpha * s + (beta == 0 ? 0 : beta * c[i * ldc + j]);
+    }
+}
+
+static void test_blas_dispatch(void) {
+  tpu_blas fake = {.sgemm = fake_sgemm, .dgemm = NULL, .name = "fake"};
+  tpu_matmul_set_blas(&fake);
+  int threads = tpu_pool_threads();
+  tpu_pool_set_threads(1);
+  for (int t = 0; t < 8; t++) {
+    blas_calls = blas_transposes = 0;
+    check_f32_layouts(23, 19, 17, t & 1, t & 2, t & 4);
+    CHECK(blas_calls == 1);
+    /* A column-major output swaps the operands and flips both transposes. */
+    int expect = (t & 4) ? 2 - ((t & 1) != 0) - ((t & 2) != 0) : ((t & 1) != 0) + ((t & 2) != 0);
+    CHECK(blas_transposes == expect);
+  }
+  /* A strided (non-BLAS) A is copied, then still goes to the BLAS as a dense matrix. */
+  float a[4 * 6], b[3 * 2], out[4], ref[4] = {0};
+  for (int i = 0; i < 24; i++)
+    a[i] = (float)i;
+  for (int i = 0; i < 6; i++)
+    b[i] = (float)(i - 2);
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 2; j++)
+      for (int p = 0; p < 3; p++)
+        ref[i * 2 + j] += a[i * 12 + p * 2] * b[p * 2 + j];
+  blas_calls = 0;
+  CHECK_OK(gemm(view3(a, TPU_FLOAT32, 1, 2, 3, 0, 12, 2), view3(b, TPU_FLOAT32, 1, 3, 2, 0, 2, 1),
+                NULL, view3(out, TPU_FLOAT32, 1, 2, 2, 0, 2, 1), SCALAR_F(1), SCALAR_F(0)));
+  CHECK(blas_calls == 1);
+  for (int i = 0; i < 4; i++)
+    CHECK(out[i] == ref[i]);
+  tpu_pool_set_threads(threads);
+  tpu_matmul_set_blas(NULL);
+}
+
+/* addmm semantics: beta == 0 ignores NaN in C; alpha and beta scale; C broadcasts. */
+static void test_alpha_beta(void) {
+  float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {1, 0, 0, 1, 1, 1}, nan_c[4], out[4];
+  for (int i = 0; i < 4; i++)
+    nan_c[i] = NAN;
+  tpu_tensor c = view3(nan_c, TPU_FLOAT32, 1, 2, 2, 0, 2, 1);
+  CHECK_OK(gemm(view3(a, TPU_FLOAT32, 1, 2, 3, 0, 3, 1), view3(b, TPU_FLOAT32, 1, 3, 2, 0, 2, 1),
+                &c, view3(out, TPU_FLOAT32, 1, 2, 2, 0, 2, 1), SCALAR_F(2), SCALAR_F(0)));
+  const float ab[4] = {4, 5, 10, 11};
+  for (int i = 0; i < 4; i++)
+    CHECK(out[i] == 2 * ab[i]);
+  float row[2] = {10, 20};
+  tpu_tensor bias = view3(row, TPU_FLOAT32, 1, 2, 2, 0, 0, 1); /* a row broadcast over M */
+  CHECK_OK(gemm(view3(a, TPU_FLOAT32, 1, 2, 3, 0, 3, 1), view3(b, TPU_FLOAT32, 1, 3, 2, 0, 2, 1),
+                &bias, view3(out, TPU_FLOAT32, 1, 2, 2, 0, 2, 1), SCALAR_F(1), SCALAR_F(0.5)));
+  for (int i = 0; i < 4; i++)
+    CHECK(out[i] == ab[i] + 0.5f * row[i % 2]);
+  /* K == 0: out = beta * C. */
+  CHECK_OK(gemm(view3(a, TPU_FLOAT32, 1, 2, 0, 0, 1, 1), view3(b, TPU_FLOAT32, 1, 0, 2, 0, 2, 1),
+                &bias, view3(out, TPU_FLOAT32, 1, 2, 2, 0, 2, 1), SCALAR_F(1), SCALAR_F(3)));
+  for (int i = 0; i < 4; i++)
+    CHECK(out[i] == 3 * row[i % 2]);
+}
+
+/* Integers wrap like the dtype's arithmetic; summed batches (addbmm) add every batch. */
+static void test_int8_wrap_and_batches(void) {
+  int8_t a[2 * 300], b[2 * 300], out[1];
+  for (int i = 0; i < 600; i++)
+    a[i] = b[i] = 100;
+  CHECK_OK(gemm(view3(a, TPU_INT8, 2, 1, 300, 300, 300, 1),
+                view3(b, TPU_INT8, 2, 300, 1, 300, 1, 1), NULL,
+                view3(out, TPU_INT8, 1, 1, 1, 0, 1, 1), SCALAR_I(1), SCALAR_I(0)));
+  CHECK(out[0] == (int8_t)(uint8_t)((2u * 300u * 10000u) & 0xffu));
+  int64_t la[4] = {1, 2, 3, 4}, lb[4] = {5, 6, 7, 8}, lc[4] = {1, 1, 1, 1}, lo[4];
+  tpu_tensor c = view3(lc, TPU_INT64, 1, 2, 2, 0, 2, 1);
+  CHECK_OK(gemm(view3(la, TPU_INT64, 1, 2, 2, 0, 2, 1), view3(lb, TPU_INT64, 1, 2, 2, 0, 2, 1), &c,
+                view3(lo, TPU_INT64, 1, 2, 2, 0, 2, 1), SCALAR_I(2), SCALAR_I(-3)));
+  const int64_t expect[4] = {2 * 19 - 3, 2 * 22 - 3, 2 * 43 - 3, 2 * 50 - 3};
+  for (int i = 0; i < 4; i++)
+    CHECK(lo[i] == expect[i]);
+}
+
+static void test_complex(void) {
+  double _Complex a[2] = {1 + 2 * I, 3 - I}, b[2] = {2 - I, I}, out[1];
+  CHECK_OK(gemm(view3(a, TPU_COMPLEX128, 1, 1, 2, 0, 2, 1),
+                view3(b, TPU_COMPLEX128, 1, 2, 1, 0, 1, 1), NULL,
+                view3(out, TPU_COMPLEX128, 1, 1, 1, 0, 1, 1), SCALAR_F(1), SCALAR_F(0)));
+  CHECK(out[0] == (1 + 2 * I) * (2 - I) + (3 - I) * I);
+}
+
+/* bf16 and fp16 against the double reference (operands exact in bf16), on both bf16 paths, with
+ * a batch, a transposed B, odd K spanning several K blocks, and two threads splitting M. */
+static void check_half(tpu_dtype d, int64_t m, int64_t n, int64_t k) {
+  uint16_t *a = malloc(2 * (size_t)(2 * m * k)), *b = malloc(2 * (size_t)(2 * k * n));
+  uint16_t *out = malloc(2 * (size_t)(2 * m * n));
+  double *ad = malloc(8 * (size_t)(m * k)), *bd = malloc(8 * (size_t)(k * n)),
+         *ref = malloc(8 * (size_t)(m * n));
+  uint16_t (*from_f32)(float) = d == TPU_BFLOAT16 ? tpu_f32_to_bf16 : tpu_f32_to_f16;
+  float (*to_f32)(uint16_t) = d == TPU_BFLOAT16 ? tpu_bf16_to_f32 : tpu_f16_to_f32;
+  for (int64_t bi = 0; bi < 2; bi++) {
+    for (int64_t i = 0; i < m * k; i++)
+      a[bi * m * k + i] = from_f32((float)(ad[i] = value(i + bi)));
+    /* B stored transposed: b[j][p] holds B[p][j]. */
+    for (int64_t p = 0; p < k; p++)
+      for (int64_t j = 0; j < n; j++)
+        b[bi * k * n + j * k + p] = from_f32((float)(bd[p * n + j] = value(p * n + j + 5 * bi)));
+    reference(ad, bd, ref, m, n, k);
+    CHECK_OK(gemm(view3(a + bi * m * k, d, 1, m, k, 0, k, 1),
+                  view3(b + bi * k * n, d, 1, k, n, 0, 1, k), NULL,
+                  view3(out + bi * m * n, d, 1, m, n, 0, n, 1), SCALAR_F(1), SCALAR_F(0)));
+    double err = 0;
+    for (int64_t i = 0; i < m * n; i++)
+      err = fmax(err, fabs(to_f32(out[bi * m * n + i]) - ref[i]) / (1 + fabs(ref[i])));
+    CHECK(err < 1e-2);
+  }
+  /* The batched form gives the same bits as the two single GEMMs. */
+  uint16_t *batched = malloc(2 * (size_t)(2 * m * n));
+  CHECK_OK(gemm(view3(a, d, 2, m, k, m * k, k, 1), view3(b, d, 2, k, n, k * n, 1, k), NULL,
+                view3(batched, d, 2, m, n, m * n, n, 1), SCALAR_F(1), SCALAR_F(0)));
+  CHECK(memcmp(batched, out, 2 * (size_t)(2 * m * n)) == 0);
+  free(a), free(b), free(out), free(ad), free(bd), free(ref), free(batched);
+}
+
+static void test_half(void) {
+  int threads = tpu_pool_threads();
+  tpu_pool_set_threads(2);
+  for (int pass = 0; pass < 2; pass++) {
+    tpu_matmul_disable_bf16_kernel(pass == 1);
+    check_half(TPU_BFLOAT16, 97, 70, 1100);
+    check_half(TPU_BFLOAT16, 5, 3, 7);
+  }
+  tpu_matmul_disable_bf16_kernel(false);
+  check_half(TPU_FLOAT16, 33, 40, 65);
+  tpu_pool_set_threads(threads);
+}
+
+static void test_errors(void) {
+  float a[4], b[4], out[4];
+  CHECK(gemm(view3(a, TPU_FLOAT32, 1, 2, 2, 0, 2, 1), view3(b, TPU_FLOAT32, 1, 1, 2, 0, 2, 1), NULL,
+             view3(out, TPU_FLOAT32, 1, 2, 2, 0, 2, 1), SCALAR_F(1), SCALAR_F(0)) == TPU_ERR_VALUE);
+  CHECK(gemm(view3(a, TPU_FLOAT32, 1, 2, 2, 0, 2, 1), view3(b, TPU_FLOAT64, 1, 2, 1, 0, 1, 1), NULL,
+             view3(out, TPU_FLOAT32, 1, 2, 1, 0, 1, 1), SCALAR_F(1), SCALAR_F(0)) == TPU_ERR_TYPE);
+  CHECK(gemm(view3(a, TPU_BOOL, 1, 2, 2, 0, 2, 1), view3(b, TPU_BOOL, 1, 2, 2, 0, 2, 1), NULL,
+             view3(out, TPU_BOOL, 1, 2, 2, 0, 2, 1), SCALAR_I(1), SCALAR_I(0)) == TPU_ERR_TYPE);
+}
+
+int main(void) {
+  RUN_TEST(test_missing_library);
+  RUN_TEST(test_f32_builtin);
+  RUN_TEST(test_blas_dispatch);
+  RUN_TEST(test_alpha_beta);
+  RUN_TEST(test_int8_wrap_and_batches);
+  RUN_TEST(test_complex);
+  RUN_TEST(test_half);
+  RUN_TEST(test_errors);
+  TEST_MAIN_END();
+}

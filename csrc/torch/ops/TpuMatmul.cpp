@@ -1,0 +1,412 @@
+// The matmul family: mm, bmm, addmm, baddbmm, addbmm, addmv, dot and vdot, each one batched GEMM
+// in the core (drivers/host/kernels_matmul.h). matmul, linear, einsum, mv and their backward
+// (mm and bmm on transposed views) reach these through PyTorch's composites, so autograd stays
+// PyTorch's own. Output metadata comes from the structured metas where the op has one.
+#include <ATen/ExpandUtils.h>
+#include <ATen/ops/addmm_meta.h>
+#include <ATen/ops/addmv_meta.h>
+#include <ATen/ops/baddbmm_meta.h>
+#include <ATen/ops/bmm_meta.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
+#include <ATen/ops/mm_meta.h>
+#include <torch/library.h>
+
+#include "ops/TpuStructured.h"
+#include "runtime/TpuCore.h"
+
+extern "C" {
+#include "core/drivers/host/kernels_matmul.h"
+}
+
+namespace torch_tpu {
+namespace {
+
+// The functional form of a structured meta. TpuStructured.h's Functional calls empty_strided,
+// which refuses the empty strides these metas pass (they mean "contiguous").
+template <typename Meta>
+struct Alloc final : Meta {
+  void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides,
+                          at::TensorOptions options) override {
+    out_ = strides.empty() ? at::empty(sizes, options) : at::empty_strided(sizes, strides, options);
+  }
+  void set_output_raw_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides,
+                              at::TensorOptions options) override {
+    set_output_strided(i, sizes, strides, options);
+  }
+  const at::Tensor& maybe_get_output(int64_t /*i*/) override {
+    return out_;
+  }
+  at::Tensor out_;
+};
+
+// A [batch, rows, cols] core view of `t` with the given sizes and element strides.
+tpu_tensor view3(const at::Tensor& t, int64_t b, int64_t r, int64_t c, int64_t bs, int64_t rs,
+                 int64_t cs) {
+  tpu_tensor v = core_view(t.dim() == 0 ? t.reshape({1}) : t);
+  v.ndim = 3;
+  const int64_t sizes[3] = {b, r, c}, strides[3] = {bs, rs, cs};
+  for (int d = 0; d < 3; d++) {
+    v.sizes[d] = sizes[d];
+    v.strides[d] = strides[d];
+  }
+  return v;
+}
+
+tpu_tensor matrix(const at::Tensor& t) {
+  return view3(t, 1, t.size(0), t.size(1), 0, t.stride(0), t.stride(1));
+}
+
+tpu_tensor batched(const at::Tensor& t) {
+  return view3(t, t.size(0), t.size(1), t.size(2), t.stride(0), t.stride(1), t.stride(2));
+}
+
+// A vector as an [n, 1] column.
+tpu_tensor column(const at::Tensor& t) {
+  return view3(t, 1, t.size(0), 1, 0, t.stride(0), 1);
+}
+
+// Negative views are a lazy bit the kernel cannot see: materialize them (conjugate views of A and
+// B are read conjugated by the kernel instead; see conj_flags).
+at::Tensor resolved(const at::Tensor& t) {
+  return t.resolve_neg();
+}
+
+// The kernel's scalars[4] bits for conjugate views of A and B.
+int64_t conj_flags(const at::Tensor& a, const at::Tensor& b) {
+  return (a.is_conj() ? TPU_GEMM_CONJ_A : 0) | (b.is_conj() ? TPU_GEMM_CONJ_B : 0);
+}
+
+void check_device(const at::Tensor& out, std::initializer_list<const at::Tensor*> inputs) {
+  for (const at::Tensor* t : inputs) {
+    TORCH_CHECK(t->device() == out.device(),
+                "Expected all tensors to be on the same device, but found at least two devices, ",
+                out.device(), " and ", t->device(), "!");
+  }
+}
+
+// PyTorch CPU's refusal of bool matmuls (and CUDA's), before anything runs.
+void check_dtype(const at::Tensor& t, const char* op) {
+  TORCH_CHECK_NOT_IMPLEMENTED(t.scalar_type() != at::kBool, "\"", op,
+                              "\" not implemented for 'Bool'");
+}
+
+void set_scalars(tpu_op_call* call, c10::ScalarType type, const at::Scalar& alpha,
+                 const at::Scalar& beta) {
+  if (at::isComplexType(type)) {
+    auto a = alpha.to<c10::complex<double>>(), b = beta.to<c10::complex<double>>();
+    call->scalars[0].f = a.real();
+    call->scalars[1].f = b.real();
+    call->scalars[2].f = a.imag();
+    call->scalars[3].f = b.imag();
+  } else if (at::isIntegralType(type, /*includeBool=*/true)) {
+    call->scalars[0].i = alpha.to<int64_t>();
+    call->scalars[1].i = beta.to<int64_t>();
+  } else {
+    call->scalars[0].f = alpha.to<double>();
+    call->scalars[1].f = beta.to<double>();
+  }
+}
+
+// out = alpha * a @ b + beta * c over core views; c may be absent.
+void launch_gemm(tpu_op_id op, const at::Tensor& out, const tpu_tensor& a, const tpu_tensor& b,
+                 const tpu_tensor* c, const tpu_tensor& out_view, const at::Scalar& alpha,
+                 const at::Scalar& beta, int64_t conj) {
+  if (out.numel() == 0) {
+    return;
+  }
+  tpu_op_call* call = new_call(op, c ? 3 : 2, 1);
+  call->tensors[0] = a;
+  call->tensors[1] = b;
+  if (c) {
+    call->tensors[2] = *c;
+  }
+  call->tensors[c ? 3 : 2] = out_view;
+  set_scalars(call, out.scalar_type(), alpha, beta);
+  call->scalars[4].i = conj;
+  launch(out.device().index(), call);
+}
+
+// ---- mm, addmm ----
+
+void mm_kernel(tpu_op_id op, const at::Tensor& self_in, const at::Tensor& a_in,
+               const at::Tensor& b_in, const at::Scalar& beta, const at::Scalar& alpha,
+               const at::Tensor& out, bool with_self) {
+  check_dtype(out, "addmm_impl_cpu_");
+  check_device(out, {&a_in, &b_in});
+  at::Tensor a = resolved(a_in), b = resolved(b_in);
+  if (!with_self) {
+    launch_gemm(op, out, matrix(a), matrix(b), nullptr, matrix(out), 1, 0, conj_flags(a, b));
+    return;
+  }
+  check_device(out, {&self_in});
+  at::Tensor c = resolved(self_in).resolve_conj().expand({a.size(0), b.size(1)});
+  tpu_tensor c_view = matrix(c);
+  launch_gemm(op, out, matrix(a), matrix(b), &c_view, matrix(out), alpha, beta,
+              conj_flags(a, b));
+}
+
+at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2) {
+  Alloc<at::meta::structured_mm> op;
+  op.meta(self, mat2);
+  const at::Tensor& out = op.maybe_get_output(0);
+  mm_kernel(TPU_OP_MM, self, self, mat2, 0, 1, out, false);
+  return out;
+}
+
+at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
+  Out<at::meta::structured_mm> op(out);
+  op.meta(self, mat2);
+  mm_kernel(TPU_OP_MM, self, self, mat2, 0, 1, out, false);
+  return out;
+}
+
+at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
+                 const at::Scalar& beta, const at::Scalar& alpha) {
+  Alloc<at::meta::structured_addmm> op;
+  op.meta(self, mat1, mat2, beta, alpha);
+  const at::Tensor& out = op.maybe_get_output(0);
+  mm_kernel(TPU_OP_ADDMM, self, mat1, mat2, beta, alpha, out, true);
+  return out;
+}
+
+at::Tensor& addmm_out(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
+                      const at::Scalar& beta, const at::Scalar& alpha, at::Tensor& out) {
+  Out<at::meta::structured_addmm> op(out);
+  op.meta(self, mat1, mat2, beta, alpha);
+  mm_kernel(TPU_OP_ADDMM, self, mat1, mat2, beta, alpha, out, true);
+  return out;
+}
+
+at::Tensor& addmm_(at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
+                   const at::Scalar& beta, const at::Scalar& alpha) {
+  Inplace<at::meta::structured_addmm> op(self);
+  op.meta(self, mat1, mat2, beta, alpha);
+  mm_kernel(TPU_OP_ADDMM, self, mat1, mat2, beta, alpha, self, true);
+  return self;
+}
+
+// ---- bmm, baddbmm ----
+
+void bmm_kernel(tpu_op_id op, const at::Tensor& self_in, const at::Tensor& a_in,
+                const at::Tensor& b_in, const at::Scalar& beta, const at::Scalar& alpha,
+                const at::Tensor& out, bool with_self) {
+  check_dtype(out, with_self ? "baddbmm_cpu" : "bmm");
+  check_device(out, {&a_in, &b_in});
+  at::Tensor a = resolved(a_in), b = resolved(b_in);
+  if (!with_self) {
+    launch_gemm(op, out, batched(a), batched(b), nullptr, batched(out), 1, 0,
+                conj_flags(a, b));
+    return;
+  }
+  check_device(out, {&self_in});
+  at::Tensor c = resolved(self_in).resolve_conj().expand(out.sizes());
+  tpu_tensor c_view = batched(c);
+  launch_gemm(op, out, batched(a), batched(b), &c_view, batched(out), alpha, beta,
+                conj_flags(a, b));
+}
+
+at::Tensor bmm(const at::Tensor& self, const at::Tensor& mat2) {
+  Alloc<at::meta::structured_bmm> op;
+  op.meta(self, mat2);
+  const at::Tensor& out = op.maybe_get_output(0);
+  bmm_kernel(TPU_OP_BMM, self, self, mat2, 0, 1, out, false);
+  return out;
+}
+
+at::Tensor& bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
+  Out<at::meta::structured_bmm> op(out);
+  op.meta(self, mat2);
+  bmm_kernel(TPU_OP_BMM, self, self, mat2, 0, 1, out, false);
+  return out;
+}
+
+at::Tensor baddbmm(const at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2,
+                   const at::Scalar& beta, const at::Scalar& alpha) {
+  Alloc<at::meta::structured_baddbmm> op;
+  op.meta(self, b1, b2, beta, alpha);
+  const at::Tensor& out = op.maybe_get_output(0);
+  bmm_kernel(TPU_OP_BADDBMM, self, b1, b2, beta, alpha, out, true);
+  return out;
+}
+
+at::Tensor& baddbmm_out(const at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2,
+                        const at::Scalar& beta, const at::Scalar& alpha, at::Tensor& out) {
+  Out<at::meta::structured_baddbmm> op(out);
+  op.meta(self, b1, b2, beta, alpha);
+  bmm_kernel(TPU_OP_BADDBMM, self, b1, b2, beta, alpha, out, true);
+  return out;
+}
+
+at::Tensor& baddbmm_(at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2,
+                     const at::Scalar& beta, const at::Scalar& alpha) {
+  Inplace<at::meta::structured_baddbmm> op(self);
+  op.meta(self, b1, b2, beta, alpha);
+  bmm_kernel(TPU_OP_BADDBMM, self, b1, b2, beta, alpha, self, true);
+  return self;
+}
+
+// ---- addbmm: not structured; the checks of PyTorch's addbmm_out ----
+
+at::Tensor& addbmm_out(const at::Tensor& self, const at::Tensor& b1_in, const at::Tensor& b2_in,
+                       const at::Scalar& beta, const at::Scalar& alpha, at::Tensor& out) {
+  TORCH_CHECK(b1_in.dim() == 3 && b2_in.dim() == 3, "Batch tensors should be 3D, got dimensions ",
+              b1_in.dim(), " and ", b2_in.dim());
+  TORCH_CHECK(b1_in.size(0) == b2_in.size(0),
+              "batch1 and batch2 must have same number of batches, got ", b1_in.size(0), " and ",
+              b2_in.size(0));
+  TORCH_CHECK(b1_in.size(2) == b2_in.size(1), "Incompatible matrix sizes for bmm (",
+              b1_in.size(1), "x", b1_in.size(2), " and ", b2_in.size(1), "x", b2_in.size(2), ")");
+  // CPU's addbmm runs addmm_ on out per batch: its dtype checks, in its order.
+  TORCH_CHECK(b1_in.scalar_type() == b2_in.scalar_type(),
+              "mat1 and mat2 must have the same dtype, but got ", b1_in.scalar_type(), " and ",
+              b2_in.scalar_type());
+  for (const at::Tensor* t : {&self, static_cast<const at::Tensor*>(&out)}) {
+    TORCH_CHECK(t->scalar_type() == b2_in.scalar_type(),
+                "self and mat2 must have the same dtype, but got ", t->scalar_type(), " and ",
+                b2_in.scalar_type());
+  }
+  check_dtype(out, "addbmm_impl_");
+  check_device(out, {&self, &b1_in, &b2_in});
+  int64_t m = b1_in.size(1), n = b2_in.size(2);
+  at::Tensor c = resolved(self).resolve_conj().expand({m, n});
+  if (!out.is_same(self)) {
+    at::native::resize_output(out, {m, n});
+  }
+  at::Tensor b1 = resolved(b1_in), b2 = resolved(b2_in);
+  tpu_tensor c_view = matrix(c);
+  launch_gemm(TPU_OP_ADDBMM, out, batched(b1), batched(b2), &c_view, matrix(out), alpha, beta,
+              conj_flags(b1, b2));
+  return out;
+}
+
+at::Tensor addbmm(const at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2,
+                  const at::Scalar& beta, const at::Scalar& alpha) {
+  at::Tensor out = at::empty({0}, self.options());
+  return addbmm_out(self, b1, b2, beta, alpha, out);
+}
+
+at::Tensor& addbmm_(at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2,
+                    const at::Scalar& beta, const at::Scalar& alpha) {
+  TORCH_CHECK(b1.dim() == 3 && b2.dim() == 3 && self.dim() == 2 &&
+                  self.size(0) == b1.size(1) && self.size(1) == b2.size(2),
+              "addbmm_: self of size ", self.sizes(), " cannot hold the result of batch1 ",
+              b1.sizes(), " @ batch2 ", b2.sizes());
+  return addbmm_out(self, b1, b2, beta, alpha, self);
+}
+
+// ---- addmv (mv and matmul's matrix-vector case) and dot ----
+
+void addmv_kernel(const at::Tensor& self_in, const at::Tensor& mat_in, const at::Tensor& vec_in,
+                  const at::Scalar& beta, const at::Scalar& alpha, const at::Tensor& out) {
+  check_dtype(out, "addmv_impl_cpu");
+  check_device(out, {&self_in, &mat_in, &vec_in});
+  at::Tensor mat = resolved(mat_in), vec = resolved(vec_in);
+  at::Tensor c = resolved(self_in).resolve_conj().expand({mat.size(0)});
+  tpu_tensor c_view = column(c);
+  launch_gemm(TPU_OP_ADDMV, out, matrix(mat), column(vec), &c_view, column(out), alpha, beta,
+              conj_flags(mat, vec));
+}
+
+at::Tensor addmv(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec,
+                 const at::Scalar& beta, const at::Scalar& alpha) {
+  Alloc<at::meta::structured_addmv> op;
+  op.meta(self, mat, vec, beta, alpha);
+  const at::Tensor& out = op.maybe_get_output(0);
+  addmv_kernel(self, mat, vec, beta, alpha, out);
+  return out;
+}
+
+at::Tensor& addmv_out(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec,
+                      const at::Scalar& beta, const at::Scalar& alpha, at::Tensor& out) {
+  Out<at::meta::structured_addmv> op(out);
+  op.meta(self, mat, vec, beta, alpha);
+  addmv_kernel(self, mat, vec, beta, alpha, out);
+  return out;
+}
+
+at::Tensor& addmv_(at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec,
+                   const at::Scalar& beta, const at::Scalar& alpha) {
+  Inplace<at::meta::structured_addmv> op(self);
+  op.meta(self, mat, vec, beta, alpha);
+  addmv_kernel(self, mat, vec, beta, alpha, self);
+  return self;
+}
+
+// The checks of PyTorch's dot_check.
+void check_dot(const at::Tensor& self, const at::Tensor& other) {
+  TORCH_CHECK(self.dim() == 1 && other.dim() == 1, "1D tensors expected, but got ", self.dim(),
+              "D and ", other.dim(), "D tensors");
+  TORCH_CHECK(self.scalar_type() == other.scalar_type(),
+              "dot : expected both vectors to have same dtype, but found ", self.scalar_type(),
+              " and ", other.scalar_type());
+  TORCH_CHECK(self.numel() == other.numel(), "inconsistent tensor size, expected tensor [",
+              self.numel(), "] and src [", other.numel(),
+              "] to have the same number of elements, but got ", self.numel(), " and ",
+              other.numel(), " elements respectively");
+  check_device(self, {&other});
+  check_dtype(self, "dot");
+}
+
+at::Tensor dot_impl(const at::Tensor& a_in, const at::Tensor& b_in) {
+  at::Tensor a = resolved(a_in), b = resolved(b_in);
+  at::Tensor out = at::empty({}, a.options());
+  int64_t k = a.numel();
+  launch_gemm(TPU_OP_DOT, out, view3(a, 1, 1, k, 0, k, a.stride(0)), column(b), nullptr,
+              view3(out, 1, 1, 1, 0, 1, 1), 1, 0, conj_flags(a, b));
+  return out;
+}
+
+at::Tensor dot(const at::Tensor& self, const at::Tensor& other) {
+  check_dot(self, other);
+  return dot_impl(self, other);
+}
+
+at::Tensor vdot(const at::Tensor& self, const at::Tensor& other) {
+  check_dot(self, other);
+  return dot_impl(self.is_complex() ? self.conj() : self, other);
+}
+
+// ---- the BLAS hand-over from Python ----
+
+void set_blas_library(c10::string_view path) {
+  tpu_matmul_set_blas_path(std::string(path).c_str());
+}
+
+std::string blas_info() {
+  const tpu_blas* blas = tpu_matmul_blas();
+  std::string info = blas ? blas->name : "built-in";
+  return info + (tpu_matmul_has_bf16_kernel() ? "; bf16: avx512_bf16" : "; bf16: fp32");
+}
+
+} // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("mm", TORCH_FN(mm));
+  m.impl("mm.out", TORCH_FN(mm_out));
+  m.impl("addmm", TORCH_FN(addmm));
+  m.impl("addmm.out", TORCH_FN(addmm_out));
+  m.impl("addmm_", TORCH_FN(addmm_));
+  m.impl("bmm", TORCH_FN(bmm));
+  m.impl("bmm.out", TORCH_FN(bmm_out));
+  m.impl("baddbmm", TORCH_FN(baddbmm));
+  m.impl("baddbmm.out", TORCH_FN(baddbmm_out));
+  m.impl("baddbmm_", TORCH_FN(baddbmm_));
+  m.impl("addbmm", TORCH_FN(addbmm));
+  m.impl("addbmm.out", TORCH_FN(addbmm_out));
+  m.impl("addbmm_", TORCH_FN(addbmm_));
+  m.impl("addmv", TORCH_FN(addmv));
+  m.impl("addmv.out", TORCH_FN(addmv_out));
+  m.impl("addmv_", TORCH_FN(addmv_));
+  m.impl("dot", TORCH_FN(dot));
+  m.impl("vdot", TORCH_FN(vdot));
+}
+
+// torch.ops.torch_tpu._set_blas_library(path) and _blas_info(): the Python package hands the
+// BLAS's path to the core at import (opened on the first GEMM) and tests read what runs.
+TORCH_LIBRARY_FRAGMENT(torch_tpu, m) {
+  m.def("_set_blas_library(str path) -> ()", &set_blas_library);
+  m.def("_blas_info() -> str", &blas_info);
+}
+
+} // namespace torch_tpu
