@@ -69,7 +69,9 @@ def test_fallback_matches_cpu(name: str, eager_mode: str) -> None:
     x = make(5, 6)
     expected = fn(x)
     actual = fn(x.to(DEV))
-    assert_same(actual, expected, exact=name not in {"softmax", "matmul"})
+    # Native exp, tanh, pow and reductions: within fp32 tolerance of CPU, not bit-equal.
+    inexact = {"softmax", "matmul", "exp", "tanh", "transposed_exp", "pow", "sum_dim", "mean"}
+    assert_same(actual, expected, exact=name not in inexact)
 
 
 @pytest.mark.parametrize("dtype", [torch.int64, torch.int8, torch.bfloat16, torch.float64])
@@ -84,13 +86,13 @@ def test_fallback_counted() -> None:
     torch.tpu.synchronize()
     torch.tpu.reset_op_stats()
     assert torch.tpu.fallback_stats() == {}
-    b = a + a
-    assert torch.tpu.fallback_stats() == {"aten::add.out": 1}
-    b = b * a
-    b = b * a
+    b = torch.hypot(a, a)
+    assert torch.tpu.fallback_stats() == {"aten::hypot.out": 1}
+    b = torch.logaddexp(b, a)
+    b = torch.logaddexp(b, a)
     stats = torch.tpu.fallback_stats()
-    assert stats["aten::mul.out"] == 2
-    assert stats["aten::add.out"] == 1
+    assert stats["aten::logaddexp.out"] == 2
+    assert stats["aten::hypot.out"] == 1
     assert torch.tpu.op_stats()["fallback"] == stats
     torch.tpu.reset_op_stats()
     assert torch.tpu.fallback_stats() == {}
@@ -436,8 +438,9 @@ assert x.cpu().tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]], x.cpu()
 assert y.cpu().tolist() == [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
 assert z.cpu().tolist() == [[2.0, 0.0], [5.0, 3.0]]
 assert x[1, 2].item() == 5.0
-for name, fn in [("aten::add", lambda: torch.add(x, x)), ("aten::mul", lambda: x * 2),
-                 ("aten::sum", lambda: x.sum()), ("aten::exp", lambda: x.exp_())]:
+for name, fn in [("aten::hypot", lambda: torch.hypot(x, x)),
+                 ("aten::logaddexp", lambda: torch.logaddexp(x, x)),
+                 ("aten::histc", lambda: x.histc()), ("aten::sinc", lambda: x.sinc_())]:
     try:
         fn()
     except NotImplementedError as e:
@@ -456,7 +459,7 @@ def test_cpu_fallback_off_raises_not_implemented() -> None:
     result = run_python(NO_FALLBACK, {"TORCH_TPU_CPU_FALLBACK": "0"})
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.split("\n")
-    for name in ("aten::add", "aten::mul", "aten::sum", "aten::exp"):
+    for name in ("aten::hypot", "aten::logaddexp", "aten::histc", "aten::sinc"):
         assert f"raised {name}" in lines
     assert "done" in lines
 

@@ -2,7 +2,6 @@
 // in the core (drivers/host/kernels_matmul.h). matmul, linear, einsum, mv and their backward
 // (mm and bmm on transposed views) reach these through PyTorch's composites, so autograd stays
 // PyTorch's own. Output metadata comes from the structured metas where the op has one.
-#include <ATen/ExpandUtils.h>
 #include <ATen/ops/addmm_meta.h>
 #include <ATen/ops/addmv_meta.h>
 #include <ATen/ops/baddbmm_meta.h>

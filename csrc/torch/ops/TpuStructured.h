@@ -8,6 +8,7 @@
 
 #include <ATen/TensorIterator.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 
 #include <array>
@@ -59,7 +60,9 @@ template <typename Meta, size_t N = 1>
 struct Functional final : Meta {
   void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides,
                           at::TensorOptions options) override {
-    outputs_[i] = at::empty_strided(sizes, strides, options);
+    // TensorIterator passes no strides for a contiguous output.
+    outputs_[i] = strides.empty() ? at::empty(sizes, options)
+                                  : at::empty_strided(sizes, strides, options);
     detail::record_output<Meta>(*this, i, sizes, strides, options);
   }
   void set_output_raw_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides,

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "drivers/host/kernels_internal.h"
+#include "drivers/host/tpu_cast.h"
 #include "drivers/host/tpu_iter.h"
 
 typedef struct c64 {
@@ -232,4 +233,10 @@ tpu_status tpu_kernel_copy(const tpu_op_call *call) {
     return TPU_OK;
   tpu_iter_run_parallel(&it, loop, NULL);
   return TPU_OK;
+}
+
+tpu_loop_fn tpu_cast_loop(tpu_dtype src, tpu_dtype dst) {
+  if (src == dst || !tpu_dtype_is_computable(src) || !tpu_dtype_is_computable(dst))
+    return NULL;
+  return cast_loops[src][dst];
 }

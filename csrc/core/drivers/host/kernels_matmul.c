@@ -21,9 +21,6 @@
 #include "drivers/host/kernels_matmul_internal.h"
 #include "exec/tpu_pool.h"
 
-/* Work (multiply-adds) below which a GEMM runs on one thread: the split costs more. */
-#define GEMM_SERIAL_WORK (1 << 18)
-
 /* ---- views ---- */
 
 static gemm_view view_of(const tpu_tensor *t) {
@@ -390,7 +387,7 @@ static void choose_tiles(gemm_split *s) {
   s->tm = j->m;
   s->tn = j->n;
   if (threads == 1 || outputs % threads == 0 || outputs >= 4 * threads ||
-      work < GEMM_SERIAL_WORK)
+      work < TPU_GEMM_SERIAL_WORK)
     return;
   int64_t want = outputs < threads ? (threads + outputs - 1) / outputs : threads;
   /* Split the longer side, in multiples of 16 rows or columns: whole register tiles of the BLAS

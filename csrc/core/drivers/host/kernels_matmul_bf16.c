@@ -244,7 +244,10 @@ bool tpu_gemm_bf16(const gemm_job *j) {
   atomic_init(&q.next, 0);
   atomic_init(&q.failed, false);
   tpu_parallel_for(q.b_batches * q.nstrips, 8, pack_b, &q);
+  double work = (double)j->batch * (double)j->m * (double)j->n * (double)j->k;
   int64_t threads = tpu_pool_threads() < q.items ? tpu_pool_threads() : q.items;
+  if (work < TPU_GEMM_SERIAL_WORK)
+    threads = 1;
   /* One chunk per thread; the chunks share the items through q.next. */
   tpu_parallel_for(threads, 1, run_items, &q);
   free(bp);

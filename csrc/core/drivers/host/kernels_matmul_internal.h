@@ -9,6 +9,10 @@
 #include "base/tpu_status.h"
 #include "ops/tpu_op.h"
 
+/* Multiply-adds below which a GEMM runs on one thread (about 20 us on one core): waking the pool
+ * would cost more than it saves. */
+#define TPU_GEMM_SERIAL_WORK (1 << 20)
+
 /* A [batch, rows, cols] operand: element (b, i, j) at data + (b * bs + i * rs + j * cs) * elsize.
  * Strides of size-1 dimensions are normalized so that BLAS layout checks can ignore them. */
 typedef struct gemm_view {

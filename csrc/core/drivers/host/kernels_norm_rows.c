@@ -1,0 +1,182 @@
+/* The norm family's row loops (kernels_norm.h): each written once for float and once for double,
+ * with lanes so GCC vectorizes them, and compiled per ISA. */
+#include <math.h>
+
+#include "drivers/host/kernels_norm.h"
+#include "drivers/host/kernels_simd.h"
+
+#define LANES 32
+
+#define EXP_F(x) tpu_expf_simd(x)
+#define EXP_D(x) exp(x)
+
+/* The terms the lane loops sum, given an element index. */
+#define T_SUM(j) (x[j])
+#define T_DOT(j) (x[j] * y[j])
+#define T_SQDEV(j) ((x[j] - m) * (x[j] - m))
+#define T_EXP_F(j) tpu_expf_simd(x[j] - m)
+#define T_EXP_D(j) exp(x[j] - m)
+
+/* Sums of LANES lanes, then the tail, as double. */
+#define LANE_LOOP(T, TERM)                                                                         \
+  T acc[LANES] = {0};                                                                              \
+  int64_t i = 0;                                                                                   \
+  for (; i + LANES <= n; i += LANES)                                                               \
+    for (int k = 0; k < LANES; k++)                                                                \
+      acc[k] += TERM(i + k);                                                                       \
+  double total = 0;                                                                                \
+  for (; i < n; i++)                                                                               \
+    total += TERM(i);                                                                              \
+  for (int k = 0; k < LANES; k++)                                                                  \
+  total += acc[k]
+
+#define ROW_FUNCS(S, T, MASK_T, EXP, T_EXP)                                                        \
+  TPU_SIMD static double max_##S(const T *restrict x, int64_t n) {                                 \
+    T acc[LANES];                                                                                  \
+    MASK_T nan[LANES] = {0};                                                                       \
+    for (int k = 0; k < LANES; k++)                                                                \
+      acc[k] = -INFINITY;                                                                          \
+    int64_t i = 0;                                                                                 \
+    for (; i + LANES <= n; i += LANES)                                                             \
+      for (int k = 0; k < LANES; k++) {                                                            \
+        T y = x[i + k];                                                                            \
+        acc[k] = y > acc[k] ? y : acc[k];                                                          \
+        nan[k] |= y != y;                                                                          \
+      }                                                                                            \
+    T best = -INFINITY;                                                                            \
+    MASK_T any = 0;                                                                                \
+    for (; i < n; i++) {                                                                           \
+      best = x[i] > best ? x[i] : best;                                                            \
+      any |= x[i] != x[i];                                                                         \
+    }                                                                                              \
+    for (int k = 0; k < LANES; k++) {                                                              \
+      best = acc[k] > best ? acc[k] : best;                                                        \
+      any |= nan[k];                                                                               \
+    }                                                                                              \
+    return any ? NAN : (double)best;                                                               \
+  }                                                                                                \
+  TPU_SIMD static double sum_##S(const T *restrict x, int64_t n) {                                 \
+    LANE_LOOP(T, T_SUM);                                                                \
+    return total;                                                                                  \
+  }                                                                                                \
+  TPU_SIMD static double dot_##S(const T *restrict x, const T *restrict y, int64_t n) {            \
+    LANE_LOOP(T, T_DOT);                                                                 \
+    return total;                                                                                  \
+  }                                                                                                \
+  TPU_SIMD static double exp_sum_##S(const T *restrict x, int64_t n, T m) {                        \
+    LANE_LOOP(T, T_EXP);                                                                 \
+    return total;                                                                                  \
+  }                                                                                                \
+  TPU_SIMD static double sq_dev_##S(const T *restrict x, int64_t n, T m) {                         \
+    LANE_LOOP(T, T_SQDEV);                                                     \
+    return total;                                                                                  \
+  }                                                                                                \
+  TPU_SIMD static double exp_store_##S(T *restrict y, const T *restrict x, int64_t n, T m) {       \
+    T acc[LANES] = {0};                                                                            \
+    int64_t i = 0;                                                                                 \
+    for (; i + LANES <= n; i += LANES)                                                             \
+      for (int k = 0; k < LANES; k++) {                                                            \
+        T e = EXP(x[i + k] - m);                                                                   \
+        y[i + k] = e;                                                                              \
+        acc[k] += e;                                                                               \
+      }                                                                                            \
+    double total = 0;                                                                              \
+    for (; i < n; i++) {                                                                           \
+      y[i] = EXP(x[i] - m);                                                                        \
+      total += y[i];                                                                               \
+    }                                                                                              \
+    for (int k = 0; k < LANES; k++)                                                                \
+      total += acc[k];                                                                             \
+    return total;                                                                                  \
+  }                                                                                                \
+  TPU_SIMD static void scale_##S(T *restrict y, int64_t n, T s) {                                  \
+    for (int64_t i = 0; i < n; i++)                                                                \
+      y[i] *= s;                                                                                   \
+  }                                                                                                \
+  TPU_SIMD static void sub2_##S(T *y, const T *x, int64_t n, T a, T b) {                           \
+    for (int64_t i = 0; i < n; i++)                                                                \
+      y[i] = (x[i] - a) - b;                                                                       \
+  }                                                                                                \
+  TPU_SIMD static void affine_##S(T *y, const T *x, int64_t n, T a, T b, const T *restrict w,      \
+                                  const T *restrict c) {                                           \
+    if (w && c)                                                                                    \
+      for (int64_t i = 0; i < n; i++)                                                              \
+        y[i] = (x[i] * a + b) * w[i] + c[i];                                                       \
+    else if (w)                                                                                    \
+      for (int64_t i = 0; i < n; i++)                                                              \
+        y[i] = (x[i] * a + b) * w[i];                                                              \
+    else if (c)                                                                                    \
+      for (int64_t i = 0; i < n; i++)                                                              \
+        y[i] = (x[i] * a + b) + c[i];                                                              \
+    else                                                                                           \
+      for (int64_t i = 0; i < n; i++)                                                              \
+        y[i] = x[i] * a + b;                                                                       \
+  }
+
+ROW_FUNCS(f, float, int32_t, EXP_F, T_EXP_F)
+ROW_FUNCS(d, double, int64_t, EXP_D, T_EXP_D)
+
+double nk_max(rk_class cls, const void *x, int64_t n) {
+  return cls == RK_F ? max_f(x, n) : max_d(x, n);
+}
+
+double nk_sum(rk_class cls, const void *x, int64_t n) {
+  return cls == RK_F ? sum_f(x, n) : sum_d(x, n);
+}
+
+double nk_dot(rk_class cls, const void *x, const void *y, int64_t n) {
+  return cls == RK_F ? dot_f(x, y, n) : dot_d(x, y, n);
+}
+
+double nk_exp_sum(rk_class cls, const void *x, int64_t n, double m) {
+  return cls == RK_F ? exp_sum_f(x, n, (float)m) : exp_sum_d(x, n, m);
+}
+
+double nk_sq_dev(rk_class cls, const void *x, int64_t n, double m) {
+  return cls == RK_F ? sq_dev_f(x, n, (float)m) : sq_dev_d(x, n, m);
+}
+
+double nk_exp_store(rk_class cls, void *y, const void *x, int64_t n, double m) {
+  return cls == RK_F ? exp_store_f(y, x, n, (float)m) : exp_store_d(y, x, n, m);
+}
+
+void nk_scale(rk_class cls, void *y, int64_t n, double s) {
+  if (cls == RK_F)
+    scale_f(y, n, (float)s);
+  else
+    scale_d(y, n, s);
+}
+
+void nk_sub2(rk_class cls, void *y, const void *x, int64_t n, double a, double b) {
+  if (cls == RK_F)
+    sub2_f(y, x, n, (float)a, (float)b);
+  else
+    sub2_d(y, x, n, a, b);
+}
+
+void nk_affine(rk_class cls, void *y, const void *x, int64_t n, double a, double b, const void *w,
+               const void *c) {
+  if (cls == RK_F)
+    affine_f(y, x, n, (float)a, (float)b, w, c);
+  else
+    affine_d(y, x, n, a, b, w, c);
+}
+
+rk_class nk_class(tpu_dtype dt) { return dt == TPU_FLOAT64 ? RK_D : RK_F; }
+
+bool nk_dense(rk_class cls, tpu_dtype dt, int64_t stride) {
+  return cls == RK_F ? dt == TPU_FLOAT32 && stride == 4 : dt == TPU_FLOAT64 && stride == 8;
+}
+
+const void *nk_load(rk_class cls, tpu_dtype dt, const char *src, int64_t n, int64_t stride,
+                    void *buf) {
+  if (nk_dense(cls, dt, stride))
+    return src;
+  rk_loader(dt, cls, false)(buf, src, n, stride);
+  return buf;
+}
+
+void nk_store(rk_class cls, tpu_dtype dt, char *dst, const void *y, int64_t n, int64_t stride) {
+  if (y != (const void *)dst)
+    rk_storer(dt, cls)(dst, y, n, stride);
+}

@@ -1,0 +1,76 @@
+/* Helpers for the vectorized loops of the reduce and norm kernels: run-time ISA dispatch, and
+ * branch-free forms of the scalar functions those loops need (so GCC vectorizes the loops that call
+ * them) — a float16 load and an exp for float. */
+#ifndef TPU_KERNELS_SIMD_H
+#define TPU_KERNELS_SIMD_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Compiles a loop function for AVX-512, AVX2 (with FMA and F16C) and baseline x86-64, picked at
+ * load time by the CPU (GCC's ifunc clones): the build targets baseline x86-64 only. The sanitized
+ * build keeps one version, so ASan and UBSan see plain functions. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&                           \
+    !defined(__SANITIZE_ADDRESS__)
+#define TPU_SIMD __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define TPU_SIMD
+#endif
+
+static inline float tpu_bits_f32(uint32_t bits) {
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+static inline uint32_t tpu_f32_bits(float f) {
+  uint32_t bits;
+  memcpy(&bits, &f, sizeof bits);
+  return bits;
+}
+
+/* cond ? a : b through bit masks: GCC will not if-convert a float select whose arms it computed
+ * (under -ftrapping-math it refuses to speculate them), and then the loop does not vectorize. */
+static inline float tpu_select_f32(int cond, float a, float b) {
+  uint32_t m = 0u - (uint32_t)(cond != 0);
+  return tpu_bits_f32((m & tpu_f32_bits(a)) | (~m & tpu_f32_bits(b)));
+}
+
+/* float16 to float, exactly as tpu_f16_to_f32, without branches. */
+static inline float tpu_f16_to_f32_simd(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+  uint32_t em = h & 0x7fff;
+  /* Normal: rebias the exponent; infinite/NaN: once more, to 255; subnormal and zero: the
+   * mantissa times 2^-24, exact in float. Masks instead of branches. */
+  uint32_t normal = (em << 13) + ((uint32_t)112 << 23);
+  uint32_t sub = tpu_f32_bits((float)em * 0x1p-24f);
+  uint32_t is_normal = 0u - (uint32_t)(em >= 0x0400);
+  uint32_t is_special = 0u - (uint32_t)(em >= 0x7c00);
+  uint32_t bits =
+      ((is_normal & normal) | (~is_normal & sub)) + (is_special & ((uint32_t)112 << 23));
+  return tpu_bits_f32(bits | sign);
+}
+
+/* e^x for float within about 1 ulp (Cody-Waite reduction x = n ln2 + r, Cephes' polynomial), with
+ * subnormal results down to x = -104, 0 below, +inf above 89 and NaN for NaN. The clamp comes
+ * before the float-to-int conversion, so NaN never reaches it; no branches, so loops vectorize. */
+static inline float tpu_expf_simd(float x) {
+  float xc = x >= -104.0f ? (x <= 89.0f ? x : 89.0f) : -104.0f;
+  const float shifter = 0x1.8p23f; /* adding it rounds to an integer in its low mantissa bits */
+  float n = fmaf(xc, 1.44269504088896341f, shifter) - shifter;
+  float r = fmaf(n, -0.693359375f, xc);
+  r = fmaf(n, 2.12194440e-4f, r);
+  float p = 1.9875691500e-4f;
+  p = fmaf(p, r, 1.3981999507e-3f);
+  p = fmaf(p, r, 8.3334519073e-3f);
+  p = fmaf(p, r, 4.1665795894e-2f);
+  p = fmaf(p, r, 1.6666665459e-1f);
+  p = fmaf(p, r, 5.0000001201e-1f);
+  float y = fmaf(p, r * r, r) + 1.0f;
+  int32_t ni = (int32_t)n, n1 = ni >> 1, n2 = ni - n1; /* two factors keep 2^n normal */
+  y = y * tpu_bits_f32((uint32_t)(n1 + 127) << 23) * tpu_bits_f32((uint32_t)(n2 + 127) << 23);
+  return tpu_select_f32(x != x, x, y);
+}
+
+#endif

@@ -1,0 +1,154 @@
+// Launching elementwise core calls: inputs (tpu tensors, CPU scalars, numbers), outputs, the
+// compute dtype and the op's scalar parameters.
+#include "ops/TpuElementwise.h"
+
+#include <ATen/Dispatch_v2.h>
+
+extern "C" {
+#include "core/drivers/host/tpu_elementwise.h"
+}
+
+namespace torch_tpu::ew {
+namespace {
+
+// Scalar operands live in the call's top slots; parameters take slots 0..3.
+constexpr int kFirstOperandSlot = TPU_OP_MAX_SCALARS - 1;
+
+void set_number(tpu_op_call* call, int index, const at::Scalar& s) {
+  tpu_scalar v{};
+  bool is_float = s.isFloatingPoint();
+  TORCH_CHECK(!s.isComplex(), "complex scalars are not supported by tpu elementwise kernels");
+  if (is_float) {
+    v.f = s.toDouble();
+  } else {
+    v.i = s.isBoolean() ? static_cast<int64_t>(s.toBool()) : s.toLong();
+  }
+  tpu_ew_set_scalar(call, index, kFirstOperandSlot - index, v, is_float);
+}
+
+// Refuses a dtype the op has no loop for before launching, with the exception CPU raises.
+void check_supported(tpu_op_id op, at::ScalarType compute) {
+  TORCH_CHECK_NOT_IMPLEMENTED(tpu_ew_supports(op, to_core_dtype(compute)), "\"", tpu_op_name(op),
+                              "\" not implemented for '", c10::toString(compute), "' on tpu");
+}
+
+void set_input(tpu_op_call* call, int index, const Input& in) {
+  if (in.scalar) {
+    set_number(call, index, *in.scalar);
+  } else if (in.tensor->is_cpu()) {
+    // A CPU 0-dim tensor is a scalar (the metas refuse any other CPU tensor): its value travels in
+    // the call, so the asynchronous kernel never reads host memory that may be gone by then.
+    set_number(call, index, at::Tensor(*in.tensor).item());
+  } else {
+    call->tensors[index] = core_view(at::Tensor(*in.tensor));
+  }
+}
+
+// Stores a parameter as the kernels read it: .f for floating compute dtypes, .i otherwise.
+void set_param(tpu_op_call* call, int slot, const Param& p, at::ScalarType compute) {
+  if (!p.round && at::isReducedFloatingType(compute)) {
+    call->scalars[slot].f = static_cast<double>(p.value.to<float>());
+    return;
+  }
+  const bool floating = at::isFloatingType(compute);
+  AT_DISPATCH_V2(compute, "tpu_elementwise_param", AT_WRAP([&] {
+    scalar_t v = p.value.to<scalar_t>(); // checks for overflow, as PyTorch's kernels do
+    if (floating) {
+      call->scalars[slot].f = static_cast<double>(v);
+    } else {
+      call->scalars[slot].i = static_cast<int64_t>(v);
+    }
+  }), AT_EXPAND(AT_ALL_TYPES), at::kBool, at::kHalf, at::kBFloat16);
+}
+
+} // namespace
+
+bool is_native(at::ScalarType type) {
+  switch (type) {
+    case at::kBool:
+    case at::kByte:
+    case at::kChar:
+    case at::kShort:
+    case at::kInt:
+    case at::kLong:
+    case at::kHalf:
+    case at::kBFloat16:
+    case at::kFloat:
+    case at::kDouble:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_native(const at::TensorIteratorBase& it) {
+  if (!is_native(it.common_dtype())) {
+    return false;
+  }
+  for (int i = 0; i < it.ntensors(); i++) {
+    if (!is_native(it.tensor_base(i).scalar_type())) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void run(tpu_op_id op, at::ScalarType compute, std::initializer_list<Input> inputs,
+         std::initializer_list<const at::TensorBase*> outputs,
+         std::initializer_list<Param> params) {
+  const at::TensorBase& out0 = **outputs.begin();
+  if (out0.numel() == 0) {
+    return;
+  }
+  check_supported(op, compute);
+  const int n_in = static_cast<int>(inputs.size());
+  tpu_op_call* call = new_call(op, n_in, static_cast<int>(outputs.size()));
+  call->compute = to_core_dtype(compute);
+  try {
+    int k = 0;
+    for (const Input& in : inputs) {
+      set_input(call, k++, in);
+    }
+    for (const at::TensorBase* out : outputs) {
+      call->tensors[k++] = core_view(at::Tensor(*out));
+    }
+    int slot = 0;
+    for (const Param& p : params) {
+      set_param(call, slot++, p, compute);
+    }
+  } catch (...) {
+    tpu_op_call_free(call);
+    throw;
+  }
+  launch(out0.device().index(), call);
+}
+
+void run(tpu_op_id op, const at::TensorIteratorBase& it, std::initializer_list<Param> params) {
+  const at::TensorBase& out0 = it.output_base(0);
+  if (out0.numel() == 0) {
+    return;
+  }
+  const int n_in = it.ninputs(), n_out = it.noutputs();
+  const at::ScalarType compute = it.common_dtype();
+  check_supported(op, compute);
+  tpu_op_call* call = new_call(op, n_in, n_out);
+  call->compute = to_core_dtype(compute);
+  try {
+    for (int i = 0; i < n_in; i++) {
+      set_input(call, i, Input(it.input_base(i)));
+    }
+    for (int i = 0; i < n_out; i++) {
+      call->tensors[n_in + i] = core_view(at::Tensor(it.output_base(i)));
+    }
+    int slot = 0;
+    for (const Param& p : params) {
+      set_param(call, slot++, p, compute);
+    }
+  } catch (...) {
+    tpu_op_call_free(call);
+    throw;
+  }
+  launch(out0.device().index(), call);
+}
+
+} // namespace torch_tpu::ew
