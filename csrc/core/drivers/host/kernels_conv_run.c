@@ -84,6 +84,29 @@ void tpu_conv_add_run(void *dst, int64_t dstride, const void *src, int64_t n, tp
     ADD_LOOP(float)
 }
 
+#define TO_BF16(v) tpu_f32_to_bf16((float)(v))
+#define TO_F16(v) tpu_f32_to_f16((float)(v))
+#define TO_F32(v) ((float)(v))
+
+#define STORE_DOUBLE_LOOP(T, CONV)                                                                 \
+  {                                                                                                \
+    T *restrict o = (T *)dst;                                                                      \
+    for (int64_t i = 0; i < n; i++)                                                                \
+      o[i * stride] = CONV(src[i]);                                                                \
+    break;                                                                                         \
+  }
+
+void tpu_conv_store_double_run(char *dst, int64_t stride, const double *src, int64_t n,
+                               tpu_dtype d) {
+  switch (d) {
+  case TPU_FLOAT32: STORE_DOUBLE_LOOP(float, TO_F32)
+  case TPU_FLOAT64: STORE_DOUBLE_LOOP(double, AS_IS)
+  case TPU_BFLOAT16: STORE_DOUBLE_LOOP(uint16_t, TO_BF16)
+  case TPU_FLOAT16: STORE_DOUBLE_LOOP(uint16_t, TO_F16)
+  default: break;
+  }
+}
+
 #define SUM_LOOP(T, CONV)                                                                          \
   {                                                                                                \
     const T *restrict s = (const T *)src;                                                          \

@@ -25,6 +25,10 @@ void tpu_conv_store_run(char *dst, int64_t dstride, const void *src, int64_t sst
 /* dst[i * dstride] += src[i] for i < n, both of the accumulation type `acc`. */
 void tpu_conv_add_run(void *dst, int64_t dstride, const void *src, int64_t n, tpu_dtype acc);
 
+/* dst[i * stride] = src[i] rounded to d (through float for the 16-bit types), for i < n. */
+void tpu_conv_store_double_run(char *dst, int64_t stride, const double *src, int64_t n,
+                               tpu_dtype d);
+
 /* The sum of src[i * stride] for i < n, in double. */
 double tpu_conv_sum_run(const char *src, int64_t stride, int64_t n, tpu_dtype d);
 
