@@ -29,9 +29,20 @@ void check_gates(const char* name, const at::Tensor& gates, int64_t b, int64_t c
               ": expected gates of size [", b, ", ", cols, "], got ", gates.sizes());
 }
 
-void check_bias(const char* name, const at::Tensor* bias, int64_t cols) {
-  TORCH_CHECK(!bias || (bias->dim() == 1 && bias->size(0) == cols), name,
-              ": expected biases of ", cols, " elements");
+// The forward cells' checks: gates [B, gates * H] for states [B, H], and both biases (each
+// [gates * H]) or neither.
+void check_forward(const char* name, const at::Tensor& state, const at::Tensor& input_gates,
+                   const at::Tensor& hidden_gates, const at::Tensor* ib, const at::Tensor* hb,
+                   int64_t gates) {
+  check_cell(name, state, {&input_gates, &hidden_gates, ib, hb});
+  TORCH_CHECK((ib == nullptr) == (hb == nullptr), name, ": expected both biases or neither");
+  int64_t cols = gates * state.size(1);
+  check_gates(name, input_gates, state.size(0), cols);
+  check_gates(name, hidden_gates, state.size(0), cols);
+  for (const at::Tensor* bias : {ib, hb}) {
+    TORCH_CHECK(!bias || (bias->dim() == 1 && bias->size(0) == cols), name,
+                ": expected biases of ", cols, " elements");
+  }
 }
 
 at::Tensor empty(at::IntArrayRef sizes, const at::Tensor& like) {
@@ -53,14 +64,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell(
     const at::Tensor& input_gates, const at::Tensor& hidden_gates, const at::Tensor& cx,
     const std::optional<at::Tensor>& input_bias, const std::optional<at::Tensor>& hidden_bias) {
   const at::Tensor *ib = opt(input_bias), *hb = opt(hidden_bias);
-  check_cell("_thnn_fused_lstm_cell", cx, {&input_gates, &hidden_gates, ib, hb});
-  TORCH_CHECK((ib == nullptr) == (hb == nullptr),
-              "_thnn_fused_lstm_cell: expected both biases or neither");
+  check_forward("_thnn_fused_lstm_cell", cx, input_gates, hidden_gates, ib, hb, 4);
   int64_t b = cx.size(0), h = cx.size(1);
-  check_gates("_thnn_fused_lstm_cell", input_gates, b, 4 * h);
-  check_gates("_thnn_fused_lstm_cell", hidden_gates, b, 4 * h);
-  check_bias("_thnn_fused_lstm_cell", ib, 4 * h);
-  check_bias("_thnn_fused_lstm_cell", hb, 4 * h);
   at::Tensor hy = empty({b, h}, cx), cy = empty({b, h}, cx), ws = empty({b, 4 * h}, cx);
   if (hy.numel() > 0) {
     launch(cx.device().index(),
@@ -102,14 +107,8 @@ std::tuple<at::Tensor, at::Tensor> fused_gru_cell(const at::Tensor& input_gates,
                                                   const std::optional<at::Tensor>& input_bias,
                                                   const std::optional<at::Tensor>& hidden_bias) {
   const at::Tensor *ib = opt(input_bias), *hb = opt(hidden_bias);
-  check_cell("_thnn_fused_gru_cell", hx, {&input_gates, &hidden_gates, ib, hb});
-  TORCH_CHECK((ib == nullptr) == (hb == nullptr),
-              "_thnn_fused_gru_cell: expected both biases or neither");
+  check_forward("_thnn_fused_gru_cell", hx, input_gates, hidden_gates, ib, hb, 3);
   int64_t b = hx.size(0), h = hx.size(1);
-  check_gates("_thnn_fused_gru_cell", input_gates, b, 3 * h);
-  check_gates("_thnn_fused_gru_cell", hidden_gates, b, 3 * h);
-  check_bias("_thnn_fused_gru_cell", ib, 3 * h);
-  check_bias("_thnn_fused_gru_cell", hb, 3 * h);
   at::Tensor hy = empty({b, h}, hx), ws = empty({b, 5 * h}, hx);
   if (hy.numel() > 0) {
     launch(hx.device().index(),

@@ -13,6 +13,7 @@
 
 #include "drivers/host/kernels_conv.h"
 #include "drivers/host/kernels_conv_run.h"
+#include "drivers/host/kernels_index_util.h"
 #include "drivers/host/kernels_internal.h"
 #include "exec/tpu_pool.h"
 
@@ -259,7 +260,7 @@ static void bias_chunk(int64_t begin, int64_t end, int chunk, void *ctx) {
           if (minor) {
             for (int64_t i2 = 0; i2 < v->size[4]; i2++)
               for (int64_t c = 0; c < c1 - c0; c++)
-                sum[c] += tpu_conv_load_one(row + (i2 * v->stride[4] + c * v->stride[1]) * es,
+                sum[c] += tpu_real_load(row + (i2 * v->stride[4] + c * v->stride[1]) * es,
                                             v->dtype);
           } else {
             for (int64_t c = 0; c < c1 - c0; c++)
@@ -268,7 +269,7 @@ static void bias_chunk(int64_t begin, int64_t end, int chunk, void *ctx) {
           }
         }
     for (int64_t c = 0; c < c1 - c0; c++)
-      tpu_conv_store_one((char *)b->db + (c0 + c) * b->db_stride * es, v->dtype, sum[c]);
+      tpu_real_store((char *)b->db + (c0 + c) * b->db_stride * es, v->dtype, sum[c]);
   }
 }
 

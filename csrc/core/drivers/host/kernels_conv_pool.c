@@ -9,6 +9,7 @@
 
 #include "drivers/host/kernels_conv.h"
 #include "drivers/host/kernels_conv_run.h"
+#include "drivers/host/kernels_index_util.h"
 #include "drivers/host/kernels_internal.h"
 #include "exec/tpu_pool.h"
 
@@ -119,7 +120,7 @@ static void max_one(const pool_job *j, int64_t n, int64_t c, const int64_t o[3])
           wins = v > best_int;
           best_int = wins ? v : best_int;
         } else {
-          double v = tpu_conv_load_one(p, j->x.dtype);
+          double v = tpu_real_load(p, j->x.dtype);
           wins = v > best || isnan(v);
           best = wins ? v : best;
         }
@@ -135,7 +136,7 @@ static void max_one(const pool_job *j, int64_t n, int64_t c, const int64_t o[3])
   else if (integer)
     memcpy(dst, &(int64_t){lowest(j->x.dtype)}, es); /* little-endian: the low bytes */
   else
-    tpu_conv_store_one(dst, j->y.dtype, -INFINITY);
+    tpu_real_store(dst, j->y.dtype, -INFINITY);
   *(int64_t *)element(&j->idx, n, c, o[0], o[1], o[2]) = at;
 }
 
@@ -152,7 +153,7 @@ static void avg_one(const pool_job *j, int64_t n, int64_t c, const int64_t o[3])
         if (integer)
           isum = (int64_t)((uint64_t)isum + (uint64_t)load_int(p, TPU_INT64));
         else
-          sum += tpu_conv_load_one(p, j->x.dtype);
+          sum += tpu_real_load(p, j->x.dtype);
       }
   char *dst = (char *)element(&j->y, n, c, o[0], o[1], o[2]);
   double div = divisor_of(j, w);
@@ -160,7 +161,7 @@ static void avg_one(const pool_job *j, int64_t n, int64_t c, const int64_t o[3])
     int64_t d = (int64_t)div, q = d > 0 ? isum / d : 0;
     memcpy(dst, &q, sizeof q);
   } else {
-    tpu_conv_store_one(dst, j->y.dtype, div > 0 ? sum / div : 0.0);
+    tpu_real_store(dst, j->y.dtype, div > 0 ? sum / div : 0.0);
   }
 }
 
@@ -197,7 +198,7 @@ static void pool_backward_plane(int64_t begin, int64_t end, int chunk, void *ctx
     for (int64_t o0 = 0; o0 < j->out[0]; o0++)
       for (int64_t o1 = 0; o1 < j->out[1]; o1++)
         for (int64_t o2 = 0; o2 < j->out[2]; o2++) {
-          double g = tpu_conv_load_one(element(&j->y, n, c, o0, o1, o2), j->y.dtype);
+          double g = tpu_real_load(element(&j->y, n, c, o0, o1, o2), j->y.dtype);
           if (is_max(j)) {
             int64_t at = *(const int64_t *)element(&j->idx, n, c, o0, o1, o2);
             if (at < 0 || at >= j->ip)

@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "drivers/host/kernels_conv_run.h"
+#include "drivers/host/kernels_index_util.h"
 #include "drivers/host/kernels_internal.h"
 #include "exec/tpu_pool.h"
 
@@ -30,11 +31,11 @@ static mat mat_of(const tpu_tensor *t) {
 }
 
 static double get(const mat *m, int64_t r, int64_t c) {
-  return tpu_conv_load_one(m->data + (r * m->rs + c * m->cs) * m->es, m->dtype);
+  return tpu_real_load(m->data + (r * m->rs + c * m->cs) * m->es, m->dtype);
 }
 
 static void put(const mat *m, int64_t r, int64_t c, double v) {
-  tpu_conv_store_one(m->data + (r * m->rs + c * m->cs) * m->es, m->dtype, v);
+  tpu_real_store(m->data + (r * m->rs + c * m->cs) * m->es, m->dtype, v);
 }
 
 /* Optional tensors read as 0. */
@@ -79,6 +80,17 @@ static void column_sums(const mat *src, const mat *dst, int64_t rows, int64_t co
 
 static int64_t row_grain(int64_t cols) { return cols > 0 ? RNN_GRAIN / cols + 1 : 1; }
 
+/* Fills j->in[first...] with the n_in tensors `in` and j->out with the n_out tensors `out`, then
+ * runs `rows` over the pool for j->rows rows of `cols` gate columns. */
+static void run_cells(cell_job *j, const tpu_tensor *in, int first, int n_in,
+                      const tpu_tensor *out, int n_out, int64_t cols, tpu_chunk_fn rows) {
+  for (int i = 0; i < n_in; i++)
+    j->in[first + i] = mat_of(&in[i]);
+  for (int i = 0; i < n_out; i++)
+    j->out[i] = mat_of(&out[i]);
+  tpu_parallel_for(j->rows, row_grain(cols), rows, j);
+}
+
 /* ---- LSTM ---- */
 
 static void lstm_rows(int64_t begin, int64_t end, int chunk, void *ctx) {
@@ -119,11 +131,7 @@ tpu_status tpu_kernel_lstm_cell(const tpu_op_call *call) {
       !same_shape(&o[2], b, 4 * h, d))
     return tpu_error(TPU_ERR_VALUE, "lstm_cell: gates must be [B, 4H], states [B, H]");
   cell_job j = {.rows = b, .hidden = h};
-  for (int i = 0; i < call->n_inputs; i++)
-    j.in[i] = mat_of(&t[i]);
-  for (int i = 0; i < 3; i++)
-    j.out[i] = mat_of(&o[i]);
-  tpu_parallel_for(b, row_grain(4 * h), lstm_rows, &j);
+  run_cells(&j, t, 0, call->n_inputs, o, 3, 4 * h, lstm_rows);
   return TPU_OK;
 }
 
@@ -172,11 +180,7 @@ tpu_status tpu_kernel_lstm_cell_backward(const tpu_op_call *call) {
     j.in[0] = mat_of(&t[next++]);
   if (has_gcy)
     j.in[1] = mat_of(&t[next++]);
-  for (int i = 2; i < 5; i++)
-    j.in[i] = mat_of(&t[next++]);
-  for (int i = 0; i < call->n_outputs; i++)
-    j.out[i] = mat_of(&o[i]);
-  tpu_parallel_for(b, row_grain(4 * h), lstm_backward_rows, &j);
+  run_cells(&j, &t[next], 2, 3, o, call->n_outputs, 4 * h, lstm_backward_rows);
   if (bias)
     column_sums(&j.out[0], &j.out[2], b, 4 * h);
   return TPU_OK;
@@ -222,11 +226,7 @@ tpu_status tpu_kernel_gru_cell(const tpu_op_call *call) {
       !same_shape(&o[0], b, h, d) || !same_shape(&o[1], b, 5 * h, d))
     return tpu_error(TPU_ERR_VALUE, "gru_cell: gates must be [B, 3H], states [B, H]");
   cell_job j = {.rows = b, .hidden = h};
-  for (int i = 0; i < call->n_inputs; i++)
-    j.in[i] = mat_of(&t[i]);
-  for (int i = 0; i < 2; i++)
-    j.out[i] = mat_of(&o[i]);
-  tpu_parallel_for(b, row_grain(3 * h), gru_rows, &j);
+  run_cells(&j, t, 0, call->n_inputs, o, 2, 3 * h, gru_rows);
   return TPU_OK;
 }
 
@@ -265,11 +265,7 @@ tpu_status tpu_kernel_gru_cell_backward(const tpu_op_call *call) {
       (bias && (!is_bias(&o[3], 3 * h, d) || !is_bias(&o[4], 3 * h, d))))
     return tpu_error(TPU_ERR_VALUE, "gru_cell_backward: gates must be [B, 3H], states [B, H]");
   cell_job j = {.rows = b, .hidden = h};
-  for (int i = 0; i < 2; i++)
-    j.in[i] = mat_of(&t[i]);
-  for (int i = 0; i < call->n_outputs; i++)
-    j.out[i] = mat_of(&o[i]);
-  tpu_parallel_for(b, row_grain(3 * h), gru_backward_rows, &j);
+  run_cells(&j, t, 0, 2, o, call->n_outputs, 3 * h, gru_backward_rows);
   if (bias) {
     column_sums(&j.out[0], &j.out[3], b, 3 * h);
     column_sums(&j.out[1], &j.out[4], b, 3 * h);

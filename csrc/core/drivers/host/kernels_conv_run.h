@@ -5,7 +5,6 @@
 #define TPU_KERNELS_CONV_RUN_H
 
 #include <stdint.h>
-#include <string.h>
 
 #include "base/tpu_dtype.h"
 
@@ -31,42 +30,6 @@ void tpu_conv_store_double_run(char *dst, int64_t stride, const double *src, int
 
 /* The sum of src[i * stride] for i < n, in double. */
 double tpu_conv_sum_run(const char *src, int64_t stride, int64_t n, tpu_dtype d);
-
-/* One element widened to double, exactly. */
-static inline double tpu_conv_load_one(const char *p, tpu_dtype d) {
-  switch (d) {
-  case TPU_FLOAT64: {
-    double v;
-    memcpy(&v, p, sizeof v);
-    return v;
-  }
-  case TPU_FLOAT32: {
-    float v;
-    memcpy(&v, p, sizeof v);
-    return v;
-  }
-  default: {
-    uint16_t h;
-    memcpy(&h, p, sizeof h);
-    return d == TPU_FLOAT16 ? tpu_f16_to_f32(h) : tpu_bf16_to_f32(h);
-  }
-  }
-}
-
-/* v rounded into one element (through float for the 16-bit types, as c10 rounds). */
-static inline void tpu_conv_store_one(char *p, tpu_dtype d, double v) {
-  if (d == TPU_FLOAT64) {
-    memcpy(p, &v, sizeof v);
-    return;
-  }
-  float f = (float)v;
-  if (d == TPU_FLOAT32) {
-    memcpy(p, &f, sizeof f);
-    return;
-  }
-  uint16_t h = d == TPU_FLOAT16 ? tpu_f32_to_f16(f) : tpu_f32_to_bf16(f);
-  memcpy(p, &h, sizeof h);
-}
 
 /* Zeroes n elements of the accumulation type `acc`. */
 void tpu_conv_zero_run(void *dst, int64_t n, tpu_dtype acc);
