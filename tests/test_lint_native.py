@@ -44,6 +44,9 @@ NATIVE_METADATA_ONLY = {
     # bernoulli_'s templates, run with our functors (which launch core ops).
     "templates::bernoulli_impl_",
     "templates::bernoulli_out_impl",
+    # Pool.h: pooling output sizes and argument checks, from the sizes and parameters only.
+    "pooling_output_shape",
+    "pool3d_shape_check",
 }
 
 RULES: dict[str, re.Pattern[str]] = {

@@ -155,6 +155,8 @@ static void *worker_main(void *arg) {
     }
     work_item item = s->ring[s->head % TPU_STREAM_QUEUE_LEN];
     pthread_mutex_unlock(&s->mu);
+    /* The previous work may be running inline on its producer's thread. */
+    tpu_stream_wait_for(s, item.seq - 1);
 
     tpu_status st = item.run ? item.run(item.ctx) : TPU_OK;
     if (st != TPU_OK)
@@ -244,6 +246,36 @@ tpu_status tpu_stream_submit(tpu_stream *s, const char *name, tpu_work_run_fn ru
     pthread_cond_signal(&s->not_empty);
   pthread_mutex_unlock(&s->mu);
   return TPU_OK;
+}
+
+bool tpu_stream_run_if_idle(tpu_stream *s, const char *name, tpu_work_run_fn run,
+                            tpu_work_done_fn done, void *ctx) {
+  if (tpu_launch_blocking() || !tpu_stream_query(s))
+    return false;
+  pthread_mutex_lock(&s->mu);
+  bool idle = s->head == s->tail && atomic_load(&s->completed) == s->tail;
+  uint64_t seq = 0;
+  if (idle) {
+    /* Claim the next sequence number, taken off the ring at once so the worker skips it; work
+     * submitted meanwhile waits for it in the worker. */
+    seq = ++s->tail;
+    s->head++;
+    atomic_store(&s->submitted, seq);
+  }
+  pthread_mutex_unlock(&s->mu);
+  if (!idle)
+    return false;
+  tpu_runtime_mark_initialized();
+  tpu_status st = run(ctx);
+  if (st != TPU_OK)
+    record_error(s, name, st, tpu_last_error());
+  if (done)
+    done(ctx);
+  pthread_mutex_lock(&s->mu);
+  atomic_store(&s->completed, seq);
+  pthread_cond_broadcast(&s->progress);
+  pthread_mutex_unlock(&s->mu);
+  return true;
 }
 
 typedef struct wait_ctx {

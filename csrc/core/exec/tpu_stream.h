@@ -45,6 +45,13 @@ int tpu_stream_priority(const tpu_stream *stream);
 tpu_status tpu_stream_submit(tpu_stream *stream, const char *name, tpu_work_run_fn run,
                              tpu_work_done_fn done, void *ctx);
 
+/* Runs `run` then `done` on the calling thread as the stream's next work, when the stream has
+ * nothing queued or running and launch blocking is off: a tiny op costs less than the hand-off to
+ * the worker. An error is recorded for the next synchronize, as the worker would. Returns false,
+ * having run nothing, when the stream is busy. */
+bool tpu_stream_run_if_idle(tpu_stream *stream, const char *name, tpu_work_run_fn run,
+                            tpu_work_done_fn done, void *ctx);
+
 /* Sequence number of the last work submitted (0 before any). */
 uint64_t tpu_stream_submitted(const tpu_stream *stream);
 

@@ -112,6 +112,20 @@ static void done_call(void *arg) {
   tpu_op_call_free(call);
 }
 
+/* Elements over all tensors below which an op runs on the launching thread when its stream is
+ * idle: handing it to the worker costs more than such a kernel (a few microseconds). */
+#define TPU_TINY_OP_ELEMENTS 16384
+
+static bool is_tiny(const tpu_op_call *call) {
+  int64_t total = 0;
+  for (int i = 0; i < n_tensors(call); i++) {
+    total += tpu_tensor_numel(&call->tensors[i]);
+    if (total > TPU_TINY_OP_ELEMENTS)
+      return false;
+  }
+  return true;
+}
+
 static tpu_status submit(tpu_stream *stream, tpu_op_call *call) {
   int device = tpu_stream_device(stream);
   tpu_status st = check_call(device, call);
@@ -126,7 +140,10 @@ static tpu_status submit(tpu_stream *stream, tpu_op_call *call) {
     if (call->tensors[i].buf)
       tpu_buffer_retain(call->tensors[i].buf);
   release_deferred_inputs(call);
-  return tpu_stream_submit(stream, tpu_op_name(call->op), run_call, done_call, call);
+  const char *name = tpu_op_name(call->op);
+  if (is_tiny(call) && tpu_stream_run_if_idle(stream, name, run_call, done_call, call))
+    return TPU_OK;
+  return tpu_stream_submit(stream, name, run_call, done_call, call);
 }
 
 tpu_status tpu_op_launch(tpu_stream *stream, tpu_op_call *call) {

@@ -1,5 +1,6 @@
 /* Streams and events: ordering, asynchrony, errors surfacing at synchronization, cross-stream
- * waits, timing, and launch blocking. */
+ * waits, timing, launch blocking, and tiny work run inline on an idle stream. */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,6 +132,57 @@ static void test_launch_blocking(void) {
   tpu_set_launch_blocking(false);
 }
 
+static pthread_t ran_on;
+
+static tpu_status run_record_thread(void *arg) {
+  (void)arg;
+  ran_on = pthread_self();
+  return TPU_OK;
+}
+
+/* Inline work that other threads' submissions must queue behind. */
+static tpu_status run_inline_then_submit(void *arg) {
+  counter_ctx *first = arg;
+  tpu_stream *s = tpu_stream_get(0, 0);
+  counter_ctx *second = malloc(sizeof *second);
+  *second = (counter_ctx){.log = first->log, .next = first->next, .expected = 1};
+  CHECK_OK(tpu_stream_submit(s, "after", run_in_order, free, second));
+  usleep(2000); /* the worker holds the queued work until this inline work completes */
+  return run_in_order(first);
+}
+
+static void test_run_if_idle(void) {
+  tpu_stream *s = tpu_stream_get(0, 0);
+  CHECK_OK(tpu_stream_synchronize(s));
+  ran_on = (pthread_t)0;
+  CHECK(tpu_stream_run_if_idle(s, "tiny", run_record_thread, NULL, NULL));
+  CHECK(pthread_equal(ran_on, pthread_self()));
+  CHECK(tpu_stream_query(s));
+
+  atomic_store(&gate, 0);
+  CHECK_OK(tpu_stream_submit(s, "gated", run_gated, NULL, NULL));
+  CHECK(!tpu_stream_run_if_idle(s, "tiny", run_record_thread, NULL, NULL)); /* busy: refused */
+  atomic_store(&gate, 1);
+  CHECK_OK(tpu_stream_synchronize(s));
+
+  static atomic_int log[2];
+  atomic_int next = 0;
+  counter_ctx first = {.log = log, .next = &next, .expected = 0};
+  CHECK(tpu_stream_run_if_idle(s, "tiny", run_inline_then_submit, NULL, &first));
+  CHECK_OK(tpu_stream_synchronize(s));
+  CHECK(atomic_load(&log[0]) == 0 && atomic_load(&log[1]) == 1);
+
+  /* An error in inline work surfaces at the next sync, as from the worker. */
+  CHECK(tpu_stream_run_if_idle(s, "index_select", run_failing, NULL, NULL));
+  CHECK(tpu_stream_synchronize(s) == TPU_ERR_RUNTIME);
+  CHECK(strstr(tpu_last_error(), "index_select") != NULL);
+  CHECK_OK(tpu_stream_synchronize(s));
+
+  tpu_set_launch_blocking(true); /* debug mode keeps its own inline path, raising at the op */
+  CHECK(!tpu_stream_run_if_idle(s, "tiny", run_record_thread, NULL, NULL));
+  tpu_set_launch_blocking(false);
+}
+
 static void test_bad_arguments(void) {
   CHECK(tpu_stream_get(0, TPU_MAX_STREAMS) == NULL);
   CHECK(tpu_stream_get(99, 0) == NULL);
@@ -145,6 +197,7 @@ int main(void) {
   RUN_TEST(test_async_error);
   RUN_TEST(test_streams_and_events);
   RUN_TEST(test_launch_blocking);
+  RUN_TEST(test_run_if_idle);
   RUN_TEST(test_bad_arguments);
   TEST_MAIN_END();
 }
