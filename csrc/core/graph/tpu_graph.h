@@ -92,7 +92,8 @@ uint64_t tpu_graph_hash(const tpu_graph *graph);
 bool tpu_graph_equal(const tpu_graph *a, const tpu_graph *b);
 
 /* A copy of the structure only (calls with no buffer or host pointers, slots without references),
- * to serve as a cache key that outlives the graph's buffers; NULL when out of host memory. */
+ * to serve as a cache key that outlives the graph's buffers: for hash and equality, not for adding
+ * nodes. NULL when out of host memory. */
 tpu_graph *tpu_graph_clone_structure(const tpu_graph *graph);
 
 #endif

@@ -5,7 +5,7 @@
  * unneeded intermediates are never written (a poison pattern survives, a pending buffer stays
  * without memory); the compile cache hands a graph of equal structure with other scalars and
  * buffers the same plan. A timing of y = gelu(x * a + b) fused against node by node is printed
- * (TPU_FUSE_BENCH_N elements, default 1M; no timed assertion). */
+ * (TPU_FUSE_BENCH_N elements, default 1M; TPU_FUSE_BENCH_THREADS threads; no timed assertion). */
 #include <time.h>
 
 #include "drivers/host/tpu_fuse.h"
@@ -52,8 +52,8 @@ static bool all_poison(const void *mem, size_t bytes) {
   return true;
 }
 
-/* Runs the description node by node on the ref copy and as one fused graph on the other; marks
- * the outputs of nodes writing unneeded arrays unneeded; compares. Returns the plan's step count. */
+/* Runs the description node by node on the ref copy and as one fused graph on the other (outputs
+ * of nodes writing unneeded arrays marked unneeded); compares. Returns the plan's step count. */
 static int check_fused(arrays *a, describe_fn describe, double scalar) {
   emitter ref = {NULL};
   describe(&ref, a->ref, a, scalar);
@@ -121,14 +121,15 @@ static void test_gelu_chain(void) {
   }
 }
 
-/* Six nodes in bfloat16: y = exp(tanh(x * a)) * 1.5 (a scalar operand) + b, then gelu_tanh; the
+/* Six nodes in bfloat16: y = exp(tanh(x * a)) * 1.3 (a scalar operand) + b, then gelu_tanh; the
  * mul's result t0 is also needed outside. */
 static void six_chain(emitter *e, void **m, const arrays *a, double scalar) {
   tpu_dtype c = a->dtype[X];
   emit(e, mk_call(TPU_OP_MUL, c, (tpu_tensor[]){arr(m, a, X), arr(m, a, A), arr(m, a, T0)}, 2, 0));
   emit(e, mk_call(TPU_OP_TANH, c, (tpu_tensor[]){arr(m, a, T0), arr(m, a, T1)}, 1, 0));
   emit(e, mk_call(TPU_OP_EXP, c, (tpu_tensor[]){arr(m, a, T1), arr(m, a, T2)}, 1, 0));
-  tpu_op_call *mul = mk_call(TPU_OP_MUL, c, (tpu_tensor[]){arr(m, a, T2), {0}, arr(m, a, T3)}, 2, 0);
+  tpu_op_call *mul =
+      mk_call(TPU_OP_MUL, c, (tpu_tensor[]){arr(m, a, T2), {0}, arr(m, a, T3)}, 2, 0);
   tpu_ew_set_scalar(mul, 1, 7, SCALAR_F(scalar), true);
   emit(e, mul);
   emit(e, mk_call(TPU_OP_ADD, c, (tpu_tensor[]){arr(m, a, T3), arr(m, a, B), arr(m, a, T1)}, 2, 1));
@@ -142,11 +143,11 @@ static void test_six_nodes_with_scalar(void) {
     make_chain_arrays(&a, dtypes[d], 5000, 0);
     a.unneeded[T2] = a.unneeded[T3] = true;
     /* T1 is written twice (tanh, then the add): only its last version is needed. */
-    CHECK(check_fused(&a, six_chain, 1.5) == 1);
+    CHECK(check_fused(&a, six_chain, 1.3) == 1);
   }
 }
 
-/* y = where(x > a, x * s, b) in float64 or int32, with an external mask m2: t2 = where(m2, y, x). */
+/* y = where(x > a, x * s, b) in float64 or int32, then t2 = where(mask, y, x), mask external. */
 static void where_chain(emitter *e, void **m, const arrays *a, double scalar) {
   tpu_dtype c = a->dtype[X];
   emit(e, mk_call(TPU_OP_GT, c, (tpu_tensor[]){arr(m, a, X), arr(m, a, A), arr(m, a, T0)}, 2, 0));
@@ -156,8 +157,8 @@ static void where_chain(emitter *e, void **m, const arrays *a, double scalar) {
   emit(e, mul);
   emit(e, mk_call(TPU_OP_WHERE, c,
                   (tpu_tensor[]){arr(m, a, T0), arr(m, a, T1), arr(m, a, B), arr(m, a, Y)}, 3, 0));
-  emit(e, mk_call(TPU_OP_WHERE, c,
-                  (tpu_tensor[]){arr(m, a, MASK), arr(m, a, Y), arr(m, a, X), arr(m, a, T2)}, 3, 0));
+  tpu_tensor last[4] = {arr(m, a, MASK), arr(m, a, Y), arr(m, a, X), arr(m, a, T2)};
+  emit(e, mk_call(TPU_OP_WHERE, c, last, 3, 0));
 }
 
 static void test_where_chain(void) {
@@ -214,6 +215,51 @@ static void test_strided_input_splits(void) {
   a.unneeded[T2] = true;
   /* mul alone (single), add (single: transposed input), exp + mul fused. */
   CHECK(check_fused(&a, split_chain, 2.0) == 3);
+}
+
+/* t0[0:n] = x * a; t1 = exp(t0[1:n+1]) (a shifted view of the result: the exp cannot read it
+ * tile by tile from the mul's tile, so it starts a new group); y = gelu(t1). */
+static void shifted_chain(emitter *e, void **m, const arrays *a, double scalar) {
+  (void)scalar;
+  tpu_dtype c = a->dtype[X];
+  int64_t n = a->len[X];
+  tpu_tensor t0 = vec1(m[T0], c, n), shifted = t0;
+  shifted.offset = (int64_t)tpu_dtype_size(c);
+  emit(e, mk_call(TPU_OP_MUL, c, (tpu_tensor[]){arr(m, a, X), arr(m, a, A), t0}, 2, 0));
+  emit(e, mk_call(TPU_OP_EXP, c, (tpu_tensor[]){shifted, arr(m, a, T1)}, 1, 0));
+  emit(e, mk_call(TPU_OP_GELU, c, (tpu_tensor[]){arr(m, a, T1), arr(m, a, Y)}, 1, 0));
+}
+
+static void test_shifted_view_splits(void) {
+  arrays a;
+  memset(&a, 0, sizeof a);
+  int64_t n = 5000;
+  for (int i = X; i <= B; i++)
+    add_array(&a, TPU_FLOAT32, n, false, false);
+  add_array(&a, TPU_FLOAT32, n + 1, true, false); /* T0: one element more, read shifted */
+  add_array(&a, TPU_FLOAT32, n, true, true);      /* T1 */
+  add_array(&a, TPU_FLOAT32, n, true, false);
+  add_array(&a, TPU_FLOAT32, n, true, false);
+  add_array(&a, TPU_FLOAT32, n, true, false); /* Y */
+  CHECK(check_fused(&a, shifted_chain, 0) == 2);
+}
+
+/* 40 negations ping-ponging between t0 and t1 (many versions of each), then y = t1 * x. */
+static void long_chain(emitter *e, void **m, const arrays *a, double scalar) {
+  (void)scalar;
+  tpu_dtype c = a->dtype[X];
+  emit(e, mk_call(TPU_OP_NEG, c, (tpu_tensor[]){arr(m, a, X), arr(m, a, T0)}, 1, 0));
+  for (int i = 1; i < 40; i++) {
+    int from = i % 2 ? T0 : T1, to = i % 2 ? T1 : T0;
+    emit(e, mk_call(TPU_OP_NEG, c, (tpu_tensor[]){arr(m, a, from), arr(m, a, to)}, 1, 0));
+  }
+  emit(e, mk_call(TPU_OP_MUL, c, (tpu_tensor[]){arr(m, a, T1), arr(m, a, X), arr(m, a, Y)}, 2, 0));
+}
+
+static void test_long_chain_is_cut(void) {
+  arrays a;
+  make_chain_arrays(&a, TPU_INT32, 3333, 0);
+  CHECK(check_fused(&a, long_chain, 0) == 2); /* groups of at most 32 nodes */
 }
 
 static void test_pending_intermediate_gets_no_memory(void) {
@@ -304,10 +350,12 @@ static double seconds(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Prints the time of y = gelu(x * a + b) fused and node by node (best of 5). */
+/* Prints the time of y = gelu(x * a + b) fused and node by node (best of 15). */
 static void test_bench_gelu_chain(void) {
-  const char *env = getenv("TPU_FUSE_BENCH_N");
+  const char *env = getenv("TPU_FUSE_BENCH_N"), *threads = getenv("TPU_FUSE_BENCH_THREADS");
   int64_t n = env ? atoll(env) : 1 << 20;
+  if (threads)
+    tpu_pool_set_threads(atoi(threads));
   arrays a;
   make_chain_arrays(&a, TPU_FLOAT32, n, 2);
   double best_ref = 1e30, best_fused = 1e30;
@@ -317,7 +365,7 @@ static void test_bench_gelu_chain(void) {
   tpu_graph_set_needed(fused.graph, 1, 0, false);
   tpu_fuse_plan *plan;
   CHECK_OK(tpu_fuse_plan_create(fused.graph, &plan));
-  for (int rep = 0; rep < 5; rep++) {
+  for (int rep = 0; rep < 15; rep++) {
     emitter ref = {NULL};
     double t0 = seconds();
     gelu_chain(&ref, a.ref, &a, 1.0);
@@ -346,6 +394,8 @@ int main(void) {
   RUN_TEST(test_where_chain);
   RUN_TEST(test_inplace_chain);
   RUN_TEST(test_strided_input_splits);
+  RUN_TEST(test_shifted_view_splits);
+  RUN_TEST(test_long_chain_is_cut);
   RUN_TEST(test_pending_intermediate_gets_no_memory);
   RUN_TEST(test_cache_reuses_plan);
   RUN_TEST(test_bench_gelu_chain);

@@ -130,6 +130,10 @@ static int64_t out_numel(const tpu_graph *g, int n) {
   return tpu_tensor_numel(&c->tensors[c->n_inputs]);
 }
 
+/* Nodes per group at most: beyond it a chain continues in the next group (one more round trip to
+ * memory), which keeps each thread's tile scratch bounded. */
+#define FZ_MAX_GROUP 32
+
 /* Cuts the nodes into steps: maximal fusable runs, everything else one node per step. */
 static int partition(const tpu_graph *g, fz_step *steps) {
   int n_steps = 0;
@@ -137,7 +141,7 @@ static int partition(const tpu_graph *g, fz_step *steps) {
     int count = 1;
     view_set views = {0};
     if (eligible(g, i) && joins(g, i, i, &views))
-      while (i + count < g->n_nodes && eligible(g, i + count) &&
+      while (i + count < g->n_nodes && count < FZ_MAX_GROUP && eligible(g, i + count) &&
              out_numel(g, i + count) == out_numel(g, i) && joins(g, i, i + count, &views))
         count++;
     free(views.v);

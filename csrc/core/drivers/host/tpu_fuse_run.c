@@ -6,8 +6,10 @@
 #include "drivers/host/tpu_host_kernels.h"
 #include "exec/tpu_pool.h"
 
-/* Bytes of one tile buffer: a tile of the widest real dtype. */
-#define TILE_BYTES ((size_t)TPU_FUSE_TILE * 8)
+/* Bytes from one tile buffer to the next: a tile of the widest real dtype, plus three cache lines
+ * so that buffers do not all start at the same offset modulo 4 KiB (loads would wait on unrelated
+ * stores: 4K aliasing). */
+#define TILE_BYTES ((size_t)TPU_FUSE_TILE * 8 + 192)
 
 /* Per-thread buffers of a chunk: one per value kept in scratch, one per loop operand for
  * conversions, one for a conversion's middle dtype, one per scalar operand. */
