@@ -1,10 +1,11 @@
 /* The host driver's fused planner and executor (drivers/host/tpu_fuse.h): chains of 2-6
- * elementwise nodes in float32, bfloat16, float64 and int32 (add, mul, gelu, tanh, exp, where with
- * a bool mask, comparisons, scalar operands, in-place updates) give bit for bit what running each
- * node alone through its host kernel gives; a strided input splits the group and still matches;
- * unneeded intermediates are never written (a poison pattern survives, a pending buffer stays
- * without memory); the compile cache hands a graph of equal structure with other scalars and
- * buffers the same plan. A timing of y = gelu(x * a + b) fused against node by node is printed
+ * elementwise nodes in float32, bfloat16, float16, float64 and int32 (add, mul, gelu, tanh, exp,
+ * where with a bool mask, comparisons, scalar operands, in-place updates) give bit for bit what
+ * running each node alone through its host kernel gives; a strided input or a shifted view of a
+ * result splits the group and still matches; long chains are cut; unneeded intermediates are
+ * never written (a poison pattern survives, a pending buffer stays without memory); errors poison
+ * the outputs; the compile cache hands a graph of equal structure with other scalars and buffers
+ * the same plan. A timing of y = gelu(x * a + b) fused against node by node is printed
  * (TPU_FUSE_BENCH_N elements, default 1M; TPU_FUSE_BENCH_THREADS threads; no timed assertion). */
 #include <time.h>
 
@@ -306,6 +307,49 @@ static void test_pending_intermediate_gets_no_memory(void) {
   tpu_buffer_release_storage(y);
 }
 
+/* t = x / z (integer, z all 0: the fused loop fails); y = t + x. The run returns the error and
+ * poisons the outputs naming the failing op; a second graph reading y passes the poison on. */
+static void test_errors_poison_outputs(void) {
+  enum { n = 3000 };
+  tpu_buffer *x, *z, *t, *y, *w;
+  size_t bytes = n * sizeof(int32_t);
+  CHECK_OK(tpu_buffer_create(0, 0, bytes, &x));
+  CHECK_OK(tpu_buffer_create(0, 0, bytes, &z));
+  CHECK_OK(tpu_buffer_create_pending(0, 0, bytes, &t));
+  CHECK_OK(tpu_buffer_create_pending(0, 0, bytes, &y));
+  CHECK_OK(tpu_buffer_create_pending(0, 0, bytes, &w));
+  fill_random(tpu_buffer_memory(x), TPU_INT32, n, 3);
+  memset(tpu_buffer_memory(z), 0, bytes);
+  tpu_tensor v = {.dtype = TPU_INT32, .ndim = 1, .sizes = {n}, .strides = {1}};
+  tpu_tensor tx = v, tz = v, tt = v, ty = v, tw = v;
+  tx.buf = x, tz.buf = z, tt.buf = t, ty.buf = y, tw.buf = w;
+  tpu_graph *g = tpu_graph_new(0);
+  CHECK_OK(tpu_graph_add(g, mk_call(TPU_OP_DIV_TRUNC, TPU_INT32, (tpu_tensor[]){tx, tz, tt}, 2, 0),
+                         0));
+  CHECK_OK(tpu_graph_add(g, mk_call(TPU_OP_ADD, TPU_INT32, (tpu_tensor[]){tt, tx, ty}, 2, 1), 0));
+  tpu_graph_set_needed(g, 0, 0, false);
+  tpu_fuse_plan *plan;
+  CHECK_OK(tpu_fuse_plan_create(g, &plan));
+  CHECK(tpu_fuse_plan_steps(plan) == 1);
+  CHECK(tpu_fuse_run(plan, g) == TPU_ERR_RUNTIME);
+  CHECK(strstr(tpu_last_error(), "ZeroDivisionError") != NULL);
+  CHECK(tpu_buffer_check_poison(y) == TPU_ERR_RUNTIME);
+  CHECK(strstr(tpu_last_error(), "'div_trunc'") != NULL);
+  tpu_fuse_plan_destroy(plan);
+  tpu_graph_free(g);
+  g = tpu_graph_new(0);
+  CHECK_OK(tpu_graph_add(g, mk_call(TPU_OP_NEG, TPU_INT32, (tpu_tensor[]){ty, tw}, 1, 0), 0));
+  CHECK_OK(tpu_fuse_plan_create(g, &plan));
+  CHECK_OK(tpu_fuse_run(plan, g));
+  CHECK(tpu_buffer_check_poison(w) == TPU_ERR_RUNTIME);
+  CHECK(!tpu_buffer_is_live(w));
+  tpu_fuse_plan_destroy(plan);
+  tpu_graph_free(g);
+  tpu_buffer *all[] = {x, z, t, y, w};
+  for (int i = 0; i < 5; i++)
+    tpu_buffer_release_storage(all[i]);
+}
+
 static void test_cache_reuses_plan(void) {
   tpu_compile_cache *cache;
   CHECK_OK(tpu_compile_cache_create(4, &cache));
@@ -397,6 +441,7 @@ int main(void) {
   RUN_TEST(test_shifted_view_splits);
   RUN_TEST(test_long_chain_is_cut);
   RUN_TEST(test_pending_intermediate_gets_no_memory);
+  RUN_TEST(test_errors_poison_outputs);
   RUN_TEST(test_cache_reuses_plan);
   RUN_TEST(test_bench_gelu_chain);
   TEST_MAIN_END();

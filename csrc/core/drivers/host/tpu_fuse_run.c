@@ -24,8 +24,8 @@ typedef struct group_run {
   char **mem;       /* per group node and tensor: element 0 of a memory operand, or NULL */
   char **val_mem;   /* per value: element 0 in memory when stored */
   char *scratch;    /* chunk_layout.bytes per chunk */
+  int *failed;      /* per group node: its loop met an integer division by zero */
   chunk_layout lay;
-  int failed;
 } group_run;
 
 static void apply_cast(const fz_cast *c, char *dst, const char *src, int64_t n, char *mid) {
@@ -153,7 +153,8 @@ static void load_ctx(tpu_ew_ctx *ctx, const tpu_op_call *call, int *failed) {
   }
 }
 
-static tpu_status run_group(const fz_group *grp, const tpu_graph *g) {
+/* Runs a group; on failure *failed_node is the graph index of the node that failed. */
+static tpu_status run_group(const fz_group *grp, const tpu_graph *g, int *failed_node) {
   group_run r = {.grp = grp, .graph = g};
   r.lay.values = 0;
   r.lay.conv = (size_t)grp->n_values * TILE_BYTES;
@@ -166,22 +167,27 @@ static tpu_status run_group(const fz_group *grp, const tpu_graph *g) {
   r.ctx = calloc((size_t)grp->n_nodes, sizeof *r.ctx);
   r.mem = calloc((size_t)grp->n_nodes * TPU_EW_MAX_OPERANDS, sizeof *r.mem);
   r.val_mem = calloc((size_t)grp->n_values, sizeof *r.val_mem);
+  r.failed = calloc((size_t)grp->n_nodes, sizeof *r.failed);
   r.scratch = aligned_alloc(64, r.lay.bytes * (size_t)chunks);
   tpu_status st = TPU_OK;
-  if (!r.ctx || !r.mem || !r.val_mem || !r.scratch)
+  if (!r.ctx || !r.mem || !r.val_mem || !r.failed || !r.scratch)
     st = tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot allocate a fused group's tile buffers");
   if (st == TPU_OK)
     st = locate_group(&r);
   if (st == TPU_OK) {
     for (int j = 0; j < grp->n_nodes; j++)
-      load_ctx(&r.ctx[j], g->nodes[grp->nodes[j].node].call, &r.failed);
+      load_ctx(&r.ctx[j], g->nodes[grp->nodes[j].node].call, &r.failed[j]);
     tpu_parallel_for(tiles, grain, run_chunk, &r);
-    if (__atomic_load_n(&r.failed, __ATOMIC_RELAXED))
-      st = tpu_error(TPU_ERR_RUNTIME, "ZeroDivisionError");
+    for (int j = 0; j < grp->n_nodes && st == TPU_OK; j++)
+      if (__atomic_load_n(&r.failed[j], __ATOMIC_RELAXED)) {
+        *failed_node = grp->nodes[j].node;
+        st = tpu_error(TPU_ERR_RUNTIME, "ZeroDivisionError");
+      }
   }
   free(r.ctx);
   free(r.mem);
   free(r.val_mem);
+  free(r.failed);
   free(r.scratch);
   return st;
 }
@@ -200,15 +206,49 @@ static tpu_status run_single(const tpu_op_call *c) {
   return kernel(c);
 }
 
+/* Marks the device outputs of nodes [first, end) invalid: `op` failed with `message`. */
+static void poison_outputs(const tpu_graph *g, int first, int end, const char *op,
+                           const char *message) {
+  for (int n = first; n < end; n++) {
+    const tpu_op_call *c = g->nodes[n].call;
+    for (int o = c->n_inputs; o < c->n_inputs + c->n_outputs; o++)
+      if (c->tensors[o].buf)
+        tpu_buffer_poison(c->tensors[o].buf, op, message);
+  }
+}
+
+/* The first poisoned device input of nodes [first, end), or NULL. */
+static const char *poisoned_input(const tpu_graph *g, int first, int end) {
+  for (int n = first; n < end; n++) {
+    const tpu_op_call *c = g->nodes[n].call;
+    for (int i = 0; i < c->n_inputs; i++) {
+      const char *poison = c->tensors[i].buf ? tpu_buffer_poison_message(c->tensors[i].buf) : NULL;
+      if (poison)
+        return poison;
+    }
+  }
+  return NULL;
+}
+
 tpu_status tpu_fuse_run(const tpu_fuse_plan *p, const tpu_graph *g) {
   for (int s = 0; s < p->n_steps; s++) {
     const fz_step *step = &p->steps[s];
+    int end = step->first + step->count, failed = step->first;
+    const char *poison = poisoned_input(g, step->first, end);
+    if (poison) {
+      /* Reported when it happened: pass the invalid contents on quietly, as tpu_op_launch does. */
+      poison_outputs(g, step->first, end, tpu_op_name(g->nodes[step->first].call->op), poison);
+      continue;
+    }
     if (step->skip)
       continue;
-    tpu_status st = step->group ? run_group(step->group, g)
+    tpu_status st = step->group ? run_group(step->group, g, &failed)
                                 : run_single(g->nodes[step->first].call);
-    if (st != TPU_OK)
+    if (st != TPU_OK) {
+      poison_outputs(g, step->first, g->n_nodes, tpu_op_name(g->nodes[failed].call->op),
+                     tpu_last_error());
       return st;
+    }
   }
   return TPU_OK;
 }
