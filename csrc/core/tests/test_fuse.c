@@ -1,8 +1,8 @@
 /* The host driver's fused planner and executor (drivers/host/tpu_fuse.h): chains of 2-6
  * elementwise nodes in float32, bfloat16, float16, float64 and int32 (add, mul, gelu, tanh, exp,
- * where with a bool mask, comparisons, scalar operands, in-place updates) give bit for bit what
- * running each node alone through its host kernel gives; a strided input or a shifted view of a
- * result splits the group and still matches; long chains are cut; unneeded intermediates are
+ * where with a bool mask, comparisons, scalar and bias operands, in-place updates) give bit for bit
+ * what running each node alone through its host kernel gives; a strided input or a shifted view of
+ * a result splits the group and still matches; long chains are cut; unneeded intermediates are
  * never written (a poison pattern survives, a pending buffer stays without memory); errors poison
  * the outputs; the compile cache hands a graph of equal structure with other scalars and buffers
  * the same plan. A timing of y = gelu(x * a + b) fused against node by node is printed
@@ -216,6 +216,37 @@ static void test_strided_input_splits(void) {
   a.unneeded[T2] = true;
   /* mul alone (single), add (single: transposed input), exp + mul fused. */
   CHECK(check_fused(&a, split_chain, 2.0) == 3);
+}
+
+/* y = gelu((x + bias) * a) on [rows, cols] with bias [cols] (read periodically in the group). */
+static void bias_chain(emitter *e, void **m, const arrays *a, double scalar) {
+  tpu_dtype c = a->dtype[X];
+  int64_t cols = a->len[B], shape[2] = {a->len[X] / cols, cols};
+  tpu_tensor x = host_view(m[X], c, 2, shape, NULL), t0 = host_view(m[T0], c, 2, shape, NULL),
+             t1 = host_view(m[T1], c, 2, shape, NULL), y = host_view(m[Y], c, 2, shape, NULL),
+             am = host_view(m[A], c, 2, shape, NULL);
+  emit(e, mk_call(TPU_OP_ADD, c, (tpu_tensor[]){x, arr(m, a, B), t0}, 2, scalar));
+  emit(e, mk_call(TPU_OP_MUL, c, (tpu_tensor[]){t0, am, t1}, 2, 0));
+  emit(e, mk_call(TPU_OP_GELU, c, (tpu_tensor[]){t1, y}, 1, 0));
+}
+
+static void test_bias_is_fused(void) {
+  const tpu_dtype dtypes[] = {TPU_FLOAT32, TPU_BFLOAT16};
+  const int64_t cols[] = {301, 2048}; /* wrapping inside tiles; whole tiles */
+  for (int d = 0; d < 2; d++) {
+    arrays a;
+    memset(&a, 0, sizeof a);
+    int64_t n = 50 * cols[d];
+    add_array(&a, dtypes[d], n, false, false);       /* X */
+    add_array(&a, dtypes[d], n, false, false);       /* A */
+    add_array(&a, dtypes[d], cols[d], false, false); /* B: the bias */
+    add_array(&a, dtypes[d], n, true, true);         /* T0 */
+    add_array(&a, dtypes[d], n, true, true);         /* T1 */
+    add_array(&a, dtypes[d], n, true, false);
+    add_array(&a, dtypes[d], n, true, false);
+    add_array(&a, dtypes[d], n, true, false); /* Y */
+    CHECK(check_fused(&a, bias_chain, 0.5) == 1);
+  }
 }
 
 /* t0[0:n] = x * a; t1 = exp(t0[1:n+1]) (a shifted view of the result: the exp cannot read it
@@ -438,6 +469,7 @@ int main(void) {
   RUN_TEST(test_where_chain);
   RUN_TEST(test_inplace_chain);
   RUN_TEST(test_strided_input_splits);
+  RUN_TEST(test_bias_is_fused);
   RUN_TEST(test_shifted_view_splits);
   RUN_TEST(test_long_chain_is_cut);
   RUN_TEST(test_pending_intermediate_gets_no_memory);

@@ -3,10 +3,11 @@
  * Planning cuts the graph, in order, into steps. A fused step is a maximal run (up to 32 nodes) of
  * consecutive elementwise nodes (ops of the elementwise engine with a loop for their compute dtype,
  * 1-4 inputs, 1-2 outputs) over one element count N, whose outputs are dense and whose inputs are
- * either dense with N elements or single elements (scalars, broadcast). Any other node (a broadcast
- * or strided input, another op family, a view of an earlier result the group cannot read tile by
- * tile, a partial overlap between the group's reads and writes of one buffer) ends the group and
- * runs as a single kernel through tpu_host_kernel, as does a group of one node.
+ * dense with N elements, single elements (scalars), or dense with a shape that is a suffix of the
+ * output's (a bias, read periodically). Any other node (an input broadcast along inner dimensions
+ * or strided, another op family, a view of an earlier result the group cannot read tile by tile, a
+ * partial overlap between the group's reads and writes of one buffer) ends the group and runs as a
+ * single kernel through tpu_host_kernel, as does a group of one node.
  *
  * A fused step runs tile by tile (TPU_FUSE_TILE elements) with tiles split over the thread pool:
  * for each tile every node's inner loop (the engine's own tpu_ew_loop) runs on tile pointers, with

@@ -10,6 +10,7 @@
 enum {
   FZ_MEM,   /* memory: a dense view of N elements (an external or earlier step's result) */
   FZ_CONST, /* memory: one element repeated over the tile (a scalar operand) */
+  FZ_PERIODIC, /* memory: `period` dense elements repeated along the output (a bias) */
   FZ_VAL,   /* an earlier node of the group: its value's tile */
 };
 
@@ -27,6 +28,7 @@ typedef struct fz_operand {
   int16_t tensor; /* index in call->tensors */
   int16_t val;    /* FZ_VAL inputs: the value read; outputs: the value defined */
   int16_t konst;  /* FZ_CONST: index of its per-thread buffer */
+  int64_t period; /* FZ_PERIODIC: elements of the input */
   fz_cast cast;   /* inputs: tensor dtype -> loop; outputs: loop -> tensor dtype */
 } fz_operand;
 

@@ -39,6 +39,18 @@ static bool dense_like(const tpu_tensor *t, const tpu_tensor *out0) {
   return tpu_tensor_is_contiguous(t) && same_elements(t, out0);
 }
 
+/* A dense input whose shape (without leading 1s) is a suffix of the output's, such as a bias:
+ * element i of the output reads element i % numel of the input. */
+static bool periodic(const tpu_tensor *t, const tpu_tensor *out0) {
+  int d = 0;
+  while (d < t->ndim && t->sizes[d] == 1)
+    d++;
+  int k = t->ndim - d;
+  if (!tpu_tensor_is_contiguous(t) || k > out0->ndim)
+    return false;
+  return !memcmp(t->sizes + d, out0->sizes + out0->ndim - k, (size_t)k * sizeof t->sizes[0]);
+}
+
 /* Whether node n can be part of a fused group at all (ignoring its neighbours). */
 static bool eligible(const tpu_graph *g, int n) {
   const tpu_op_call *c = g->nodes[n].call;
@@ -55,7 +67,7 @@ static bool eligible(const tpu_graph *g, int n) {
     bool output = i >= c->n_inputs;
     if (!is_real(t->dtype))
       return false;
-    if ((output || tpu_tensor_numel(t) != 1) && !dense_like(t, out0))
+    if (output ? !dense_like(t, out0) : tpu_tensor_numel(t) != 1 && !periodic(t, out0))
       return false;
   }
   return true;
@@ -215,6 +227,9 @@ static void plan_operand(const tpu_graph *g, fz_group *grp, int first, fz_node *
   } else if (tpu_tensor_numel(t) == 1 && grp->numel != 1) {
     o->src = FZ_CONST;
     o->konst = (int16_t)grp->n_consts++;
+  } else if (tpu_tensor_numel(t) != grp->numel) {
+    o->src = FZ_PERIODIC;
+    o->period = tpu_tensor_numel(t);
   } else {
     o->src = FZ_MEM;
   }

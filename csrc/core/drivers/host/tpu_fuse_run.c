@@ -61,6 +61,22 @@ static void fill_consts(const group_run *r, char *base) {
   }
 }
 
+/* Gathers output elements [begin, begin + n) of a periodic input (element i reads i % period)
+ * into `dst`, converted to the loop's dtype. */
+static void gather_periodic(const fz_operand *o, char *dst, const char *src, int64_t begin,
+                            int64_t n, char *mid) {
+  size_t in_size = tpu_dtype_size(o->cast.from), out_size = tpu_dtype_size(o->cast.to);
+  for (int64_t done = 0; done < n;) {
+    int64_t at = (begin + done) % o->period;
+    int64_t m = o->period - at < n - done ? o->period - at : n - done;
+    if (o->cast.to_end)
+      apply_cast(&o->cast, dst + (size_t)done * out_size, src + (size_t)at * in_size, m, mid);
+    else
+      memcpy(dst + (size_t)done * out_size, src + (size_t)at * in_size, (size_t)m * in_size);
+    done += m;
+  }
+}
+
 /* Runs node j of the group on the tile [begin, begin + n). */
 static void run_node(const group_run *r, int j, char *base, int64_t begin, int64_t n) {
   const fz_node *fn = &r->grp->nodes[j];
@@ -77,6 +93,16 @@ static void run_node(const group_run *r, int j, char *base, int64_t begin, int64
                     : base + r->lay.values + (size_t)o->val * TILE_BYTES;
     } else if (o->src == FZ_CONST) {
       ptr[k] = base + r->lay.consts + (size_t)o->konst * TILE_BYTES;
+      continue;
+    } else if (o->src == FZ_PERIODIC) {
+      const char *src = r->mem[j * TPU_EW_MAX_OPERANDS + o->tensor];
+      int64_t at = begin % o->period;
+      if (!o->cast.to_end && at + n <= o->period) { /* no wrap in this tile: read in place */
+        ptr[k] = (char *)src + at * (int64_t)tpu_dtype_size(o->cast.from);
+      } else {
+        gather_periodic(o, conv, src, begin, n, mid);
+        ptr[k] = conv;
+      }
       continue;
     } else {
       at = r->mem[j * TPU_EW_MAX_OPERANDS + o->tensor] +
