@@ -96,4 +96,9 @@ bool tpu_graph_equal(const tpu_graph *a, const tpu_graph *b);
  * nodes. NULL when out of host memory. */
 tpu_graph *tpu_graph_clone_structure(const tpu_graph *graph);
 
+/* The graph as text, one line per node ("n1 = add(n0.0 [64] float32, ext:s3 ...) -> s4 ..."), or
+ * as Graphviz dot when `dot`: for dumps of the pending graph. A malloc'd string the caller frees;
+ * NULL when out of host memory. */
+char *tpu_graph_dump(const tpu_graph *graph, bool dot);
+
 #endif

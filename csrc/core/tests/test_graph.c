@@ -1,7 +1,7 @@
 /* The IR (graph/tpu_graph.h): edges to earlier results, versions of buffers written in place,
  * fresh pending outputs, scalars kept in the call, and the structural hash and equality: equal for
  * other scalar values and other buffers, different for another dtype, shape, stride, offset, edge,
- * aliasing, needed flag, attribute scalar or flags word. */
+ * aliasing, needed flag, attribute scalar or flags word; the text and dot dumps. */
 #include <string.h>
 
 #include "tpu_test_graph.h"
@@ -157,10 +157,29 @@ static void test_hash_sees_aliasing(void) {
   tpu_graph_free(b);
 }
 
+static void test_dump(void) {
+  chain_mem m;
+  variant v = base;
+  v.inplace = true;
+  v.t1_unneeded = true;
+  tpu_graph *g = chain(&m, &v);
+  char *text = tpu_graph_dump(g, false);
+  CHECK(text && strstr(text, "graph: 3 nodes, 5 slots"));
+  CHECK(text && strstr(text, "n0 = mul(ext:s0 [64] float32, ext:s1 [64] float32) compute float32"));
+  CHECK(text && strstr(text, "n1 = add(n0.0 [64] float32, ext:s3 [64] float32)"));
+  CHECK(text && strstr(text, "-> s2 [64] float32 overwrites n0.0 unneeded"));
+  free(text);
+  char *dot = tpu_graph_dump(g, true);
+  CHECK(dot && strstr(dot, "digraph") && strstr(dot, "n0 -> n1") && strstr(dot, "s3 -> n1"));
+  free(dot);
+  tpu_graph_free(g);
+}
+
 int main(void) {
   RUN_TEST(test_edges_and_versions);
   RUN_TEST(test_fresh_and_scalar_operands);
   RUN_TEST(test_hash);
   RUN_TEST(test_hash_sees_aliasing);
+  RUN_TEST(test_dump);
   TEST_MAIN_END();
 }
