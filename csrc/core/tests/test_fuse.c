@@ -1,12 +1,14 @@
-/* The host driver's fused planner and executor (drivers/host/tpu_fuse.h): chains of 2-6
+/* The host driver's fused planner and executor (drivers/host/tpu_fuse.h): chains of 2-8
  * elementwise nodes in float32, bfloat16, float16, float64 and int32 (add, mul, gelu, tanh, exp,
  * where with a bool mask, comparisons, scalar and bias operands, in-place updates) give bit for bit
  * what running each node alone through its host kernel gives; a strided input or a shifted view of
  * a result splits the group and still matches; long chains are cut; unneeded intermediates are
  * never written (a poison pattern survives, a pending buffer stays without memory); errors poison
- * the outputs; the compile cache hands a graph of equal structure with other scalars and buffers
- * the same plan. A timing of y = gelu(x * a + b) fused against node by node is printed
- * (TPU_FUSE_BENCH_N elements, default 1M; TPU_FUSE_BENCH_THREADS threads; no timed assertion). */
+ * the outputs; an Adam step (moments and parameter updated in place) is one group; the compile
+ * cache hands a graph of equal structure with other scalars and buffers the same plan. A timing of
+ * y = gelu(x * a + b) fused against node by node is printed (TPU_FUSE_BENCH_N elements, default
+ * 1M; TPU_FUSE_BENCH_THREADS threads; no timed assertion). */
+#include <math.h>
 #include <time.h>
 
 #include "drivers/host/tpu_fuse.h"
@@ -249,6 +251,40 @@ static void test_bias_is_fused(void) {
   }
 }
 
+/* A scalar operand for input 1 of `call`, kept in the call. */
+static tpu_op_call *with_scalar(tpu_op_call *call, double value) {
+  tpu_ew_set_scalar(call, 1, 7, SCALAR_F(value), true);
+  return call;
+}
+
+/* One Adam step on param x with gradient g (array A), moments m (B) and v (T2), all in place:
+ *   m = m * b1 + (1 - b1) g;  v = v * b2 + (1 - b2) g g;  d = sqrt(v) / c2 + eps;
+ *   x = x - lr * m / d.  d (T0, T1) is an intermediate: never written. */
+static void adam_step(emitter *e, void **mem, const arrays *a, double lr) {
+  tpu_dtype c = a->dtype[X];
+  tpu_tensor x = arr(mem, a, X), g = arr(mem, a, A), m = arr(mem, a, B), v = arr(mem, a, T2),
+             d0 = arr(mem, a, T0), d1 = arr(mem, a, T1);
+  emit(e, with_scalar(mk_call(TPU_OP_MUL, c, (tpu_tensor[]){m, {0}, m}, 2, 0), 0.9));
+  emit(e, mk_call(TPU_OP_ADD, c, (tpu_tensor[]){m, g, m}, 2, 0.1));
+  emit(e, with_scalar(mk_call(TPU_OP_MUL, c, (tpu_tensor[]){v, {0}, v}, 2, 0), 0.999));
+  emit(e, mk_call(TPU_OP_ADDCMUL, c, (tpu_tensor[]){v, g, g, v}, 3, 0.001));
+  emit(e, mk_call(TPU_OP_SQRT, c, (tpu_tensor[]){v, d0}, 1, 0));
+  emit(e, with_scalar(mk_call(TPU_OP_DIV, c, (tpu_tensor[]){d0, {0}, d1}, 2, 0), 0.3));
+  emit(e, with_scalar(mk_call(TPU_OP_ADD, c, (tpu_tensor[]){d1, {0}, d1}, 2, 1.0), 1e-8));
+  emit(e, mk_call(TPU_OP_ADDCDIV, c, (tpu_tensor[]){x, m, d1, x}, 3, -lr));
+}
+
+static void test_adam_step_is_one_group(void) {
+  arrays a;
+  make_chain_arrays(&a, TPU_FLOAT32, 20000, 2);
+  a.output[T2] = false; /* v: a moment, read and written in place */
+  fill_random(a.ref[T2], TPU_FLOAT32, 20000, 99);
+  for (int i = 0; i < 20000; i++)
+    ((float *)a.ref[T2])[i] = fabsf(((float *)a.ref[T2])[i]);
+  memcpy(a.fused[T2], a.ref[T2], 20000 * sizeof(float));
+  CHECK(check_fused(&a, adam_step, 1e-3) == 1);
+}
+
 /* t0[0:n] = x * a; t1 = exp(t0[1:n+1]) (a shifted view of the result: the exp cannot read it
  * tile by tile from the mul's tile, so it starts a new group); y = gelu(t1). */
 static void shifted_chain(emitter *e, void **m, const arrays *a, double scalar) {
@@ -470,6 +506,7 @@ int main(void) {
   RUN_TEST(test_inplace_chain);
   RUN_TEST(test_strided_input_splits);
   RUN_TEST(test_bias_is_fused);
+  RUN_TEST(test_adam_step_is_one_group);
   RUN_TEST(test_shifted_view_splits);
   RUN_TEST(test_long_chain_is_cut);
   RUN_TEST(test_pending_intermediate_gets_no_memory);
