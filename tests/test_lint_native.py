@@ -44,6 +44,9 @@ NATIVE_METADATA_ONLY = {
     # bernoulli_'s templates, run with our functors (which launch core ops).
     "templates::bernoulli_impl_",
     "templates::bernoulli_out_impl",
+    # Pool.h: pooling output sizes and argument checks, from the sizes and parameters only.
+    "pooling_output_shape",
+    "pool3d_shape_check",
 }
 
 RULES: dict[str, re.Pattern[str]] = {
@@ -101,6 +104,12 @@ ALLOWLIST: dict[tuple[str, str], dict[str, str]] = {
     },
     ("runtime/TpuHostAllocator.cpp", "memcpy"): {
         "std::memcpy(dest, src, count)": "copy_data of pinned host memory",
+    },
+    ("ops/TpuAttention.cpp", "dispatch_stub"): {
+        "REGISTER_PRIVATEUSE1_DISPATCH(_fused_sdp_choice_stub, &torch_tpu::sdp_choice)": (
+            "registers tpu's own backend choice (an enum from the inputs' metadata), which the "
+            "scaled_dot_product_attention composite reads only through this stub"
+        ),
     },
     ("ops/TpuFallback.cpp", "cpu_redispatch"): {
         "op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack)": (

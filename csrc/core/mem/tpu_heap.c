@@ -68,6 +68,10 @@ tpu_status tpu_heap_create(size_t size, bool accessible, tpu_heap **out) {
     free(b);
     return tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot reserve %zu bytes of address space", size);
   }
+  /* Large operands stream through the TLB: 2 MiB pages where the kernel allows them (its
+   * default THP policy here only backs madvised ranges). */
+  if (accessible)
+    madvise(h->map, h->map_size, MADV_HUGEPAGE);
   h->base = (char *)align_up((uintptr_t)h->map, TPU_HEAP_BASE_ALIGN);
   h->size = size;
   h->page = page;

@@ -1,7 +1,78 @@
-/* The conv family's ops: X(ID, "name", host kernel) per op; see ops/tpu_op.h. */
+/* The conv family's ops: X(ID, "name", host kernel) per op; see ops/tpu_op.h. Convolutions (1, 2
+ * or 3 spatial dimensions, grouped, strided, padded, dilated, transposed through the backward
+ * ops), pooling, and the fused LSTM/GRU cells. Floating dtypes only
+ * (float16, bfloat16, float32, float64); each kernel computes in float (double for float64) and
+ * rounds once per output element, as PyTorch CPU does.
+ *
+ * Convolutions (drivers/host/kernels_conv*.c) see every tensor as [N, C, spatial...] with 1 to 3
+ * spatial dimensions and any strides; "x-like" tensors have the convolution's input geometry,
+ * "y-like" ones its output geometry. scalars[0].u, [1].u, [2].u hold the stride, padding and
+ * dilation, each packed by tpu_conv_pack; S spatial dimensions use the last S of its three
+ * slots. The groups are x.C / w.size(1). No y-like spatial size may exceed (in + 2 * pad - dil *
+ * (k - 1) - 1) / stride + 1 for its x-like one (a transposed convolution's output_padding makes
+ * it smaller).
+ * CONV: tensors x, w [G * Kg, Cg, k...], optional bias [G * Kg]; output y = conv(x, w) + bias.
+ * CONV_BACKWARD_INPUT: tensors dy, w, optional bias (over dx's channels); output dx, the gradient
+ *   of conv(x, w) w.r.t. x, plus bias: this is also the transposed convolution's forward.
+ * CONV_BACKWARD_WEIGHT: tensors dy, x; output dw (w's shape), the gradient w.r.t. w.
+ * CONV_BACKWARD_BIAS: tensor dy [N, K, spatial...]; output db [K], the sum over all but dim 1.
+ *
+ * Pooling (kernels_conv_pool.c) sees [N, C, spatial...] as convolutions do. scalars[0].u to [3].u
+ * hold the packed kernel size, stride, padding and dilation (ignored by the adaptive modes),
+ * [4].u the mode (TPU_POOL_*) | TPU_POOL_COUNT_PAD, [5].i a divisor override (0: none).
+ * POOL: tensor x; outputs y and, for the max modes, int64 indices (flat within the input plane).
+ * POOL_BACKWARD: tensors dy and, for the max modes, indices; output dx.
+ *
+ * Fused RNN cells (kernels_conv_rnn.c): gates [B, 4H] (LSTM: i, f, g, o) or [B, 3H] (GRU: r, z,
+ * n), states [B, H], biases 1-d; one dtype throughout.
+ * LSTM_CELL: tensors input_gates, hidden_gates, cx, [input_bias, hidden_bias]; outputs hy, cy,
+ *   workspace [B, 4H] (the activated gates).
+ * LSTM_CELL_BACKWARD: tensors [grad_hy], [grad_cy] (by TPU_RNN_* flags in scalars[0].u), cx, cy,
+ *   workspace; outputs grad_gates [B, 4H], grad_cx, [grad_bias [4H]].
+ * GRU_CELL: tensors input_gates, hidden_gates, hx, [input_bias, hidden_bias]; outputs hy,
+ *   workspace [B, 5H] (r, z, n, hx, and the hidden n gate with its bias).
+ * GRU_CELL_BACKWARD: tensors grad_hy, workspace; outputs grad_input_gates, grad_hidden_gates,
+ *   grad_hx, [grad_input_bias, grad_hidden_bias]. */
 #ifndef TPU_OPS_CONV_H
 #define TPU_OPS_CONV_H
 
-#define TPU_OPS_CONV(X)
+#include <stdint.h>
+
+#define TPU_OPS_CONV(X)                                                                            \
+  X(CONV, "conv", tpu_kernel_conv)                                                                 \
+  X(CONV_BACKWARD_INPUT, "conv_backward_input", tpu_kernel_conv_backward_input)                    \
+  X(CONV_BACKWARD_WEIGHT, "conv_backward_weight", tpu_kernel_conv_backward_weight)                 \
+  X(CONV_BACKWARD_BIAS, "conv_backward_bias", tpu_kernel_conv_backward_bias)                     \
+  X(POOL, "pool", tpu_kernel_pool)                                                                 \
+  X(POOL_BACKWARD, "pool_backward", tpu_kernel_pool_backward)                                      \
+  X(LSTM_CELL, "lstm_cell", tpu_kernel_lstm_cell)                                                  \
+  X(LSTM_CELL_BACKWARD, "lstm_cell_backward", tpu_kernel_lstm_cell_backward)                       \
+  X(GRU_CELL, "gru_cell", tpu_kernel_gru_cell)                                                     \
+  X(GRU_CELL_BACKWARD, "gru_cell_backward", tpu_kernel_gru_cell_backward)
+
+/* Pooling modes (the low bits of POOL's scalars[4].u) and its flag. */
+enum {
+  TPU_POOL_MAX = 0,
+  TPU_POOL_AVG = 1,
+  TPU_POOL_ADAPTIVE_AVG = 2,
+  TPU_POOL_ADAPTIVE_MAX = 3,
+  TPU_POOL_COUNT_PAD = 4, /* average pooling divides by the window including the padding */
+};
+
+/* LSTM_CELL_BACKWARD flags: which output gradients are given. */
+enum { TPU_RNN_GRAD_HY = 1u << 0, TPU_RNN_GRAD_CY = 1u << 1 };
+
+/* Largest stride, padding or dilation a packed scalar holds. */
+#define TPU_CONV_PARAM_MAX ((1 << 21) - 1)
+
+/* Packs three convolution parameters (each in [0, TPU_CONV_PARAM_MAX]) into one scalar. */
+static inline uint64_t tpu_conv_pack(int64_t d, int64_t h, int64_t w) {
+  return ((uint64_t)d << 42) | ((uint64_t)h << 21) | (uint64_t)w;
+}
+
+/* The i-th (0 = outermost) of three packed parameters. */
+static inline int64_t tpu_conv_unpack(uint64_t packed, int i) {
+  return (int64_t)((packed >> (21 * (2 - i))) & TPU_CONV_PARAM_MAX);
+}
 
 #endif

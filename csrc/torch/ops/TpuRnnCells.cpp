@@ -1,112 +1,142 @@
-// On a PrivateUse1 device ATen's LSTM and GRU run their cells through the fused cell ops, which
-// only CUDA implements. Until native kernels land, these compute the same math on host copies:
-// counted and controlled like the boxed fallback. The workspace layouts follow CUDA's, which the
-// backward ops (and autograd's formulas) expect.
-#include <ATen/TensorOperators.h>
-#include <ATen/ops/cat.h>
-#include <ATen/ops/zeros_like.h>
+// On a PrivateUse1 device ATen's LSTM and GRU run their cells through the fused cell ops (CUDA's
+// path): here they run on the conv family's kernels (LSTM_CELL, GRU_CELL and their backward), with
+// CUDA's workspace layouts, which the backward ops (and autograd's formulas) expect. Outputs are
+// contiguous, as on CUDA.
+#include <ATen/ops/empty.h>
 #include <torch/library.h>
 
-#include "ops/TpuOps.h"
+#include "ops/TpuConvCommon.h"
+#include "ops/TpuIndexCommon.h"
 
 namespace torch_tpu {
 namespace {
 
-at::Tensor host(const at::Tensor& t) {
-  return t.defined() ? t.cpu() : t;
+void check_cell(const char* name, const at::Tensor& state,
+                std::initializer_list<const at::Tensor*> others) {
+  TORCH_CHECK_NOT_IMPLEMENTED(is_conv_float(state.scalar_type()), "\"", name,
+                              "\" not implemented for '", state.scalar_type(), "'");
+  TORCH_CHECK(state.dim() == 2, name, ": expected 2-d states, got ", state.dim(), "-d");
+  check_device(name, state.device(), others);
+  for (const at::Tensor* t : others) {
+    TORCH_CHECK(!t || t->scalar_type() == state.scalar_type(), name,
+                ": expected all tensors to have dtype ", state.scalar_type(), ", got ",
+                t->scalar_type());
+  }
 }
 
-at::Tensor host(const std::optional<at::Tensor>& t) {
-  return t && t->defined() ? t->cpu() : at::Tensor();
+void check_gates(const char* name, const at::Tensor& gates, int64_t b, int64_t cols) {
+  TORCH_CHECK(gates.dim() == 2 && gates.size(0) == b && gates.size(1) == cols, name,
+              ": expected gates of size [", b, ", ", cols, "], got ", gates.sizes());
 }
 
-at::Tensor on(const at::Tensor& t, const at::Tensor& like) {
-  return t.defined() ? t.to(like.device()) : t;
+// The forward cells' checks: gates [B, gates * H] for states [B, H], and both biases (each
+// [gates * H]) or neither.
+void check_forward(const char* name, const at::Tensor& state, const at::Tensor& input_gates,
+                   const at::Tensor& hidden_gates, const at::Tensor* ib, const at::Tensor* hb,
+                   int64_t gates) {
+  check_cell(name, state, {&input_gates, &hidden_gates, ib, hb});
+  TORCH_CHECK((ib == nullptr) == (hb == nullptr), name, ": expected both biases or neither");
+  int64_t cols = gates * state.size(1);
+  check_gates(name, input_gates, state.size(0), cols);
+  check_gates(name, hidden_gates, state.size(0), cols);
+  for (const at::Tensor* bias : {ib, hb}) {
+    TORCH_CHECK(!bias || (bias->dim() == 1 && bias->size(0) == cols), name,
+                ": expected biases of ", cols, " elements");
+  }
 }
 
-at::Tensor with_bias(at::Tensor gates, const at::Tensor& bias) {
-  return bias.defined() ? gates + bias : gates;
+at::Tensor empty(at::IntArrayRef sizes, const at::Tensor& like) {
+  return at::empty(sizes, like.options().memory_format(at::MemoryFormat::Contiguous));
+}
+
+std::vector<tpu_tensor> views(std::initializer_list<const at::Tensor*> tensors) {
+  std::vector<tpu_tensor> out;
+  for (const at::Tensor* t : tensors) {
+    if (t) {
+      out.push_back(core_view(*t));
+    }
+  }
+  return out;
 }
 
 // Returns (hy, cy, workspace = the activated gates i, f, g, o).
 std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell(
-    const at::Tensor& input_gates,
-    const at::Tensor& hidden_gates,
-    const at::Tensor& cx,
-    const std::optional<at::Tensor>& input_bias,
-    const std::optional<at::Tensor>& hidden_bias) {
-  begin_host_fallback("aten::_thnn_fused_lstm_cell");
-  at::Tensor gates = with_bias(with_bias(host(input_gates) + host(hidden_gates), host(input_bias)),
-                               host(hidden_bias));
-  auto chunks = gates.chunk(4, 1);
-  at::Tensor i = chunks[0].sigmoid(), f = chunks[1].sigmoid(), g = chunks[2].tanh(),
-             o = chunks[3].sigmoid();
-  at::Tensor cy = f * host(cx) + i * g;
-  at::Tensor hy = o * cy.tanh();
-  at::Tensor workspace = at::cat({i, f, g, o}, 1);
-  return {on(hy, cx), on(cy, cx), on(workspace, cx)};
+    const at::Tensor& input_gates, const at::Tensor& hidden_gates, const at::Tensor& cx,
+    const std::optional<at::Tensor>& input_bias, const std::optional<at::Tensor>& hidden_bias) {
+  const at::Tensor *ib = opt(input_bias), *hb = opt(hidden_bias);
+  check_forward("_thnn_fused_lstm_cell", cx, input_gates, hidden_gates, ib, hb, 4);
+  int64_t b = cx.size(0), h = cx.size(1);
+  at::Tensor hy = empty({b, h}, cx), cy = empty({b, h}, cx), ws = empty({b, 4 * h}, cx);
+  if (hy.numel() > 0) {
+    launch(cx.device().index(),
+           make_call(TPU_OP_LSTM_CELL, views({&input_gates, &hidden_gates, &cx, ib, hb}),
+                     views({&hy, &cy, &ws})));
+  }
+  return {hy, cy, ws};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell_backward(
-    const std::optional<at::Tensor>& grad_hy_opt,
-    const std::optional<at::Tensor>& grad_cy_opt,
-    const at::Tensor& cx_dev,
-    const at::Tensor& cy_dev,
-    const at::Tensor& workspace_dev,
-    bool has_bias) {
-  begin_host_fallback("aten::_thnn_fused_lstm_cell_backward_impl");
-  at::Tensor cx = host(cx_dev), cy = host(cy_dev);
-  auto w = host(workspace_dev).chunk(4, 1);
-  at::Tensor i = w[0], f = w[1], g = w[2], o = w[3];
-  at::Tensor grad_hy = host(grad_hy_opt), grad_cy = host(grad_cy_opt);
-  at::Tensor tanh_cy = cy.tanh();
-  at::Tensor grad_c = grad_cy.defined() ? grad_cy.clone() : at::zeros_like(cy);
-  at::Tensor grad_o = at::zeros_like(o);
-  if (grad_hy.defined()) {
-    grad_c += grad_hy * o * (1 - tanh_cy * tanh_cy);
-    grad_o = grad_hy * tanh_cy * o * (1 - o);
+    const std::optional<at::Tensor>& grad_hy, const std::optional<at::Tensor>& grad_cy,
+    const at::Tensor& cx, const at::Tensor& cy, const at::Tensor& workspace, bool has_bias) {
+  const at::Tensor *ghy = opt(grad_hy), *gcy = opt(grad_cy);
+  check_cell("_thnn_fused_lstm_cell_backward_impl", cx, {ghy, gcy, &cy, &workspace});
+  int64_t b = cx.size(0), h = cx.size(1);
+  check_gates("_thnn_fused_lstm_cell_backward_impl", workspace, b, 4 * h);
+  for (const at::Tensor* t : {ghy, gcy, &cy}) {
+    TORCH_CHECK(!t || t->sizes() == cx.sizes(),
+                "_thnn_fused_lstm_cell_backward_impl: expected states of size ", cx.sizes());
   }
-  at::Tensor grad_gates = at::cat(
-      {grad_c * g * i * (1 - i), grad_c * cx * f * (1 - f), grad_c * i * (1 - g * g), grad_o}, 1);
-  at::Tensor grad_cx = grad_c * f;
-  at::Tensor grad_bias = has_bias ? grad_gates.sum(0) : at::Tensor();
-  return {on(grad_gates, cx_dev), on(grad_cx, cx_dev), on(grad_bias, cx_dev)};
+  at::Tensor grad_gates = empty({b, 4 * h}, cx), grad_cx = empty({b, h}, cx);
+  at::Tensor grad_bias = has_bias ? empty({4 * h}, cx) : at::Tensor();
+  if (grad_gates.numel() > 0) {
+    tpu_op_call* call =
+        make_call(TPU_OP_LSTM_CELL_BACKWARD, views({ghy, gcy, &cx, &cy, &workspace}),
+                  views({&grad_gates, &grad_cx, has_bias ? &grad_bias : nullptr}));
+    call->scalars[0].u = (ghy ? TPU_RNN_GRAD_HY : 0) | (gcy ? TPU_RNN_GRAD_CY : 0);
+    launch(cx.device().index(), call);
+  } else if (has_bias) {
+    grad_bias.zero_();
+  }
+  return {grad_gates, grad_cx, grad_bias};
 }
 
-// Returns (hy, workspace = r, z, n, hx, and the hidden n-gate including its bias).
-std::tuple<at::Tensor, at::Tensor> fused_gru_cell(
-    const at::Tensor& input_gates,
-    const at::Tensor& hidden_gates,
-    const at::Tensor& hx_dev,
-    const std::optional<at::Tensor>& input_bias,
-    const std::optional<at::Tensor>& hidden_bias) {
-  begin_host_fallback("aten::_thnn_fused_gru_cell");
-  auto ig = with_bias(host(input_gates), host(input_bias)).chunk(3, 1);
-  auto hg = with_bias(host(hidden_gates), host(hidden_bias)).chunk(3, 1);
-  at::Tensor hx = host(hx_dev);
-  at::Tensor r = (ig[0] + hg[0]).sigmoid(), z = (ig[1] + hg[1]).sigmoid();
-  at::Tensor n = (ig[2] + r * hg[2]).tanh();
-  at::Tensor hy = n + z * (hx - n);
-  return {on(hy, hx_dev), on(at::cat({r, z, n, hx, hg[2]}, 1), hx_dev)};
+// Returns (hy, workspace = r, z, n, hx, and the hidden n gate with its bias).
+std::tuple<at::Tensor, at::Tensor> fused_gru_cell(const at::Tensor& input_gates,
+                                                  const at::Tensor& hidden_gates,
+                                                  const at::Tensor& hx,
+                                                  const std::optional<at::Tensor>& input_bias,
+                                                  const std::optional<at::Tensor>& hidden_bias) {
+  const at::Tensor *ib = opt(input_bias), *hb = opt(hidden_bias);
+  check_forward("_thnn_fused_gru_cell", hx, input_gates, hidden_gates, ib, hb, 3);
+  int64_t b = hx.size(0), h = hx.size(1);
+  at::Tensor hy = empty({b, h}, hx), ws = empty({b, 5 * h}, hx);
+  if (hy.numel() > 0) {
+    launch(hx.device().index(),
+           make_call(TPU_OP_GRU_CELL, views({&input_gates, &hidden_gates, &hx, ib, hb}),
+                     views({&hy, &ws})));
+  }
+  return {hy, ws};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_gru_cell_backward(
-    const at::Tensor& grad_hy_dev, const at::Tensor& workspace_dev, bool has_bias) {
-  begin_host_fallback("aten::_thnn_fused_gru_cell_backward");
-  at::Tensor grad_hy = host(grad_hy_dev);
-  auto w = host(workspace_dev).chunk(5, 1);
-  at::Tensor r = w[0], z = w[1], n = w[2], hx = w[3], hn = w[4];
-  at::Tensor grad_n = grad_hy * (1 - z) * (1 - n * n);
-  at::Tensor grad_r = grad_n * hn * r * (1 - r);
-  at::Tensor grad_z = grad_hy * (hx - n) * z * (1 - z);
-  at::Tensor grad_input_gates = at::cat({grad_r, grad_z, grad_n}, 1);
-  at::Tensor grad_hidden_gates = at::cat({grad_r, grad_z, grad_n * r}, 1);
-  at::Tensor grad_hx = grad_hy * z;
-  at::Tensor grad_input_bias = has_bias ? grad_input_gates.sum(0) : at::Tensor();
-  at::Tensor grad_hidden_bias = has_bias ? grad_hidden_gates.sum(0) : at::Tensor();
-  const at::Tensor& like = grad_hy_dev;
-  return {on(grad_input_gates, like), on(grad_hidden_gates, like), on(grad_hx, like),
-          on(grad_input_bias, like), on(grad_hidden_bias, like)};
+    const at::Tensor& grad_hy, const at::Tensor& workspace, bool has_bias) {
+  check_cell("_thnn_fused_gru_cell_backward", grad_hy, {&workspace});
+  int64_t b = grad_hy.size(0), h = grad_hy.size(1);
+  check_gates("_thnn_fused_gru_cell_backward", workspace, b, 5 * h);
+  at::Tensor gig = empty({b, 3 * h}, grad_hy), ghg = empty({b, 3 * h}, grad_hy);
+  at::Tensor ghx = empty({b, h}, grad_hy);
+  at::Tensor gib = has_bias ? empty({3 * h}, grad_hy) : at::Tensor();
+  at::Tensor ghb = has_bias ? empty({3 * h}, grad_hy) : at::Tensor();
+  if (gig.numel() > 0) {
+    launch(grad_hy.device().index(),
+           make_call(TPU_OP_GRU_CELL_BACKWARD, views({&grad_hy, &workspace}),
+                     views({&gig, &ghg, &ghx, has_bias ? &gib : nullptr,
+                            has_bias ? &ghb : nullptr})));
+  } else if (has_bias) {
+    gib.zero_();
+    ghb.zero_();
+  }
+  return {gig, ghg, ghx, gib, ghb};
 }
 
 } // namespace

@@ -1,0 +1,184 @@
+"""The fused LSTM and GRU cells on tpu: nn.LSTM / nn.GRU / nn.LSTMCell / nn.GRUCell forward and
+backward against PyTorch CPU in both eager modes (whose CPU path computes the same cells with
+unfused ops), and the cell ops called directly against the formulas, with CUDA's workspace
+layouts; native execution and errors."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from _index_checks import DEV, FLOATS, assert_same, native_only
+
+TOL = {
+    torch.float32: {"rtol": 1e-5, "atol": 1e-5},
+    torch.float64: {"rtol": 1e-10, "atol": 1e-10},
+    torch.bfloat16: {"rtol": 3e-2, "atol": 3e-2},
+    torch.float16: {"rtol": 3e-3, "atol": 3e-3},
+}
+
+
+def randn(*shape: int, dtype: torch.dtype = torch.float32, seed: int = 0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=g).to(dtype)
+
+
+def cell_ops_fell_back() -> dict[str, int]:
+    return {k: v for k, v in torch.tpu.fallback_stats().items() if "_thnn_fused" in k}
+
+
+def run_module(module_cpu: torch.nn.Module, x: torch.Tensor, dtype: torch.dtype) -> None:
+    module_cpu = module_cpu.to(dtype)
+    module_dev = copy.deepcopy(module_cpu).to(DEV)
+    xc = x.to(dtype).clone().requires_grad_()
+    xd = x.to(dtype).to(DEV).requires_grad_()
+    out = module_cpu(xc)
+    y = out[0] if isinstance(out, tuple) else out
+    g = randn(*y.shape, dtype=dtype, seed=7)
+    y.backward(g)
+    torch.tpu.reset_op_stats()
+    out_d = module_dev(xd)
+    y_d = out_d[0] if isinstance(out_d, tuple) else out_d
+    y_d.backward(g.to(DEV))
+    torch.tpu.synchronize()
+    assert not cell_ops_fell_back()
+    assert (
+        torch.tpu.op_stats()["native"].get(
+            "lstm_cell" if "LSTM" in type(module_cpu).__name__ else "gru_cell", 0
+        )
+        > 0
+    )
+    tol = TOL[dtype]
+    assert_same(y_d, y.detach(), exact=False, **tol)
+    assert_same(xd.grad, xc.grad, exact=False, **tol)
+    for p_d, p_c in zip(module_dev.parameters(), module_cpu.parameters(), strict=True):
+        assert_same(p_d.grad, p_c.grad, exact=False, **tol)
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("bias", [True, False])
+def test_rnn_layers(eager_mode: str, kind: str, dtype: torch.dtype, bias: bool) -> None:
+    torch.manual_seed(0)
+    module = getattr(torch.nn, kind)(8, 6, num_layers=2, bias=bias)
+    run_module(module, randn(5, 3, 8, seed=1), dtype)
+
+
+@pytest.mark.parametrize("kind", ["LSTMCell", "GRUCell"])
+def test_rnn_cells_modules(eager_mode: str, kind: str) -> None:
+    torch.manual_seed(0)
+    run_module(getattr(torch.nn, kind)(5, 4), randn(3, 5, seed=1), torch.float32)
+
+
+def sig(v: torch.Tensor) -> torch.Tensor:
+    return torch.sigmoid(v)
+
+
+def lstm_reference(ig, hg, cx, ib, hb):
+    gates = ig.double() + hg.double()
+    if ib is not None:
+        gates = gates + ib.double() + hb.double()
+    i, f, c, o = gates.chunk(4, 1)
+    i, f, c, o = sig(i), sig(f), c.tanh(), sig(o)
+    cy = f * cx.double() + i * c
+    return o * cy.tanh(), cy, torch.cat([i, f, c, o], 1)
+
+
+def gru_reference(ig, hg, hx, ib, hb):
+    ig, hg = ig.double(), hg.double()
+    if ib is not None:
+        ig, hg = ig + ib.double(), hg + hb.double()
+    ir, iz, i_n = ig.chunk(3, 1)
+    hr, hz, h_n = hg.chunk(3, 1)
+    r, z = sig(ir + hr), sig(iz + hz)
+    n = (i_n + r * h_n).tanh()
+    hy = n + z * (hx.double() - n)
+    return hy, torch.cat([r, z, n, hx.double(), h_n], 1)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("bias", [True, False])
+def test_fused_lstm_cell_direct(eager_mode: str, dtype: torch.dtype, bias: bool) -> None:
+    b, h = 3, 4
+    ig, hg = randn(b, 4 * h, dtype=dtype, seed=1), randn(b, 4 * h, dtype=dtype, seed=2)
+    cx = randn(b, h, dtype=dtype, seed=3)
+    ib = randn(4 * h, dtype=dtype, seed=4) if bias else None
+    hb = randn(4 * h, dtype=dtype, seed=5) if bias else None
+    dev = [t.to(DEV) if t is not None else None for t in (ig, hg, cx, ib, hb)]
+    with native_only():
+        hy, cy, ws = torch.ops.aten._thnn_fused_lstm_cell(*dev)
+    want = lstm_reference(ig, hg, cx, ib, hb)
+    for got, ref in zip((hy, cy, ws), want, strict=True):
+        assert got.dtype == dtype and got.is_contiguous()
+        torch.testing.assert_close(got.cpu(), ref.to(dtype), **TOL[dtype])
+    # backward, with and without each output gradient, against autograd of the reference
+    ghy, gcy = randn(b, h, dtype=dtype, seed=6), randn(b, h, dtype=dtype, seed=7)
+    for with_hy, with_cy in ((True, True), (True, False), (False, True)):
+        igr = (ig.double() + hg.double()).requires_grad_()
+        cxr = cx.double().clone().requires_grad_()
+        hyr, cyr, _ = lstm_reference(
+            igr,
+            torch.zeros_like(igr),
+            cxr,
+            ib.double() + hb.double() if bias else None,
+            torch.zeros(4 * h, dtype=torch.float64) if bias else None,
+        )
+        loss = (hyr * ghy.double()).sum() * with_hy + (cyr * gcy.double()).sum() * with_cy
+        loss.backward()
+        with native_only():
+            gg, gcx, gb = torch.ops.aten._thnn_fused_lstm_cell_backward_impl(
+                ghy.to(DEV) if with_hy else None,
+                gcy.to(DEV) if with_cy else None,
+                dev[2],
+                cy,
+                ws,
+                bias,
+            )
+        torch.testing.assert_close(gg.cpu(), igr.grad.to(dtype), **TOL[dtype])
+        torch.testing.assert_close(gcx.cpu(), cxr.grad.to(dtype), **TOL[dtype])
+        assert (gb is None) != bias
+        if bias:
+            torch.testing.assert_close(gb.cpu(), gg.cpu().double().sum(0).to(dtype), **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("bias", [True, False])
+def test_fused_gru_cell_direct(eager_mode: str, dtype: torch.dtype, bias: bool) -> None:
+    b, h = 3, 4
+    ig, hg = randn(b, 3 * h, dtype=dtype, seed=1), randn(b, 3 * h, dtype=dtype, seed=2)
+    hx = randn(b, h, dtype=dtype, seed=3)
+    ib = randn(3 * h, dtype=dtype, seed=4) if bias else None
+    hb = randn(3 * h, dtype=dtype, seed=5) if bias else None
+    dev = [t.to(DEV) if t is not None else None for t in (ig, hg, hx, ib, hb)]
+    with native_only():
+        hy, ws = torch.ops.aten._thnn_fused_gru_cell(*dev)
+    want = gru_reference(ig, hg, hx, ib, hb)
+    for got, ref in zip((hy, ws), want, strict=True):
+        torch.testing.assert_close(got.cpu(), ref.to(dtype), **TOL[dtype])
+    ghy = randn(b, h, dtype=dtype, seed=6)
+    igr = ig.double().clone().requires_grad_()
+    hgr = hg.double().clone().requires_grad_()
+    hxr = hx.double().clone().requires_grad_()
+    hyr, _ = gru_reference(igr, hgr, hxr, ib, hb)
+    (hyr * ghy.double()).sum().backward()
+    with native_only():
+        grads = torch.ops.aten._thnn_fused_gru_cell_backward(ghy.to(DEV), ws, bias)
+    for got, ref in zip(grads[:3], (igr.grad, hgr.grad, hxr.grad), strict=True):
+        torch.testing.assert_close(got.cpu(), ref.to(dtype), **TOL[dtype])
+    if bias:
+        torch.testing.assert_close(grads[3].cpu(), igr.grad.sum(0).to(dtype), **TOL[dtype])
+        torch.testing.assert_close(grads[4].cpu(), hgr.grad.sum(0).to(dtype), **TOL[dtype])
+    else:
+        assert grads[3] is None and grads[4] is None
+
+
+def test_fused_cell_errors() -> None:
+    ig = torch.randn(2, 8, device=DEV)
+    cx = torch.randn(2, 2, device=DEV)
+    with pytest.raises(NotImplementedError):
+        torch.ops.aten._thnn_fused_lstm_cell(ig.long(), ig.long(), cx.long())
+    with pytest.raises(RuntimeError, match="dtype"):
+        torch.ops.aten._thnn_fused_lstm_cell(ig, ig.double(), cx)
+    with pytest.raises(RuntimeError, match="gates"):
+        torch.ops.aten._thnn_fused_lstm_cell(ig[:, :6], ig[:, :6], cx)
