@@ -45,7 +45,7 @@ tpu_status tpu_fuse_compile(const tpu_graph *graph, void *ctx, void **plan,
  * the thread pool. External device inputs must be live; output buffers that are written get
  * memory (tpu_buffer_materialize) first. As for launched ops (ops/tpu_op.h), a step with a
  * poisoned input poisons its outputs and the run goes on; a failing step poisons the outputs of
- * every node from it on and its error is returned. */
+ * every node from it on and its error is returned, prefixed with the failing op's name. */
 tpu_status tpu_fuse_run(const tpu_fuse_plan *plan, const tpu_graph *graph);
 
 /* Number of steps of a plan and, for step i, its first node, its node count and whether it is

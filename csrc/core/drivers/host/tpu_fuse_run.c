@@ -1,4 +1,5 @@
 /* The fused executor: runs a plan's steps in order, fused groups tile by tile (tpu_fuse.h). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -271,9 +272,12 @@ tpu_status tpu_fuse_run(const tpu_fuse_plan *p, const tpu_graph *g) {
     tpu_status st = step->group ? run_group(step->group, g, &failed)
                                 : run_single(g->nodes[step->first].call);
     if (st != TPU_OK) {
-      poison_outputs(g, step->first, g->n_nodes, tpu_op_name(g->nodes[failed].call->op),
-                     tpu_last_error());
-      return st;
+      /* Copied: poisoning may overwrite the thread's error text. */
+      char message[4096];
+      snprintf(message, sizeof message, "%s", tpu_last_error());
+      const char *op = tpu_op_name(g->nodes[failed].call->op);
+      poison_outputs(g, step->first, g->n_nodes, op, message);
+      return tpu_error(st, "'%s' failed: %s", op, message);
     }
   }
   return TPU_OK;
