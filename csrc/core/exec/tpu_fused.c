@@ -220,38 +220,52 @@ static tpu_status run_flushed(void *arg) {
   return tpu_fuse_run(tpu_compile_entry_plan(f->entry), f->graph);
 }
 
-/* Drops what the graph's nodes hold (tpu_fused_add), then the graph. */
-static void free_cut_graph(tpu_graph *g) {
-  for (int n = 0; n < g->n_nodes; n++) {
-    const tpu_op_call *c = g->nodes[n].call;
-    for (int i = 0; i < c->n_inputs + c->n_outputs; i++)
-      if (c->tensors[i].buf)
-        tpu_buffer_reader_done(c->tensors[i].buf);
-  }
+/* Drops what node `n` holds on its buffers (tpu_fused_add): the last holder of a buffer whose
+ * tensors died gives its memory back. */
+static void release_node(const tpu_graph *g, int n) {
+  const tpu_op_call *c = g->nodes[n].call;
+  for (int i = 0; i < c->n_inputs + c->n_outputs; i++)
+    if (c->tensors[i].buf)
+      tpu_buffer_reader_done(c->tensors[i].buf);
+}
+
+/* Releases nodes [from, n_nodes), then frees the graph. */
+static void free_cut_graph(tpu_graph *g, int from) {
+  for (int n = from; n < g->n_nodes; n++)
+    release_node(g, n);
   tpu_graph_free(g);
 }
 
 static void done_flushed(void *arg) {
   flushed *f = arg;
-  free_cut_graph(f->graph);
+  tpu_graph_free(f->graph);
   if (f->entry)
     tpu_compile_entry_release(f->entry);
   free(f);
 }
 
-/* The plan's written outputs get memory here, on the submitting thread, in stream order, before
- * anything queued later can ask for them. */
-static tpu_status materialize_outputs(const tpu_fuse_plan *plan, const tpu_graph *g) {
-  for (int n = 0; n < g->n_nodes; n++) {
-    const tpu_op_call *c = g->nodes[n].call;
-    for (int k = 0; k < c->n_outputs; k++) {
-      tpu_buffer *b = c->tensors[c->n_inputs + k].buf;
-      if (b && tpu_fuse_plan_stores(plan, n, k)) {
-        tpu_status st = tpu_buffer_materialize(b);
+/* The memory plan, made on the submitting thread in stream order before anything queued later
+ * can ask for memory: walking the steps, each step's written outputs get memory, then each buffer
+ * the step used last whose tensors have died gives its memory back, to later steps and later
+ * work. Steps run in order, so reuse inside the graph is as safe as reuse by later work; the
+ * buffer keeps its address for the run (tpu_fuse_run locates by it). *released counts the nodes
+ * released so far. */
+static tpu_status plan_memory(const tpu_fuse_plan *plan, const tpu_graph *g, int *released) {
+  for (int s = 0; s < tpu_fuse_plan_steps(plan); s++) {
+    int first, count;
+    bool fused;
+    tpu_fuse_plan_step(plan, s, &first, &count, &fused);
+    for (int n = first; n < first + count; n++) {
+      const tpu_op_call *c = g->nodes[n].call;
+      for (int k = 0; k < c->n_outputs; k++) {
+        tpu_buffer *b = c->tensors[c->n_inputs + k].buf;
+        tpu_status st = b && tpu_fuse_plan_stores(plan, n, k) ? tpu_buffer_materialize(b) : TPU_OK;
         if (st != TPU_OK)
           return st;
       }
     }
+    for (; *released < first + count; (*released)++)
+      release_node(g, *released);
   }
   return TPU_OK;
 }
@@ -271,7 +285,7 @@ static tpu_status flush_state(fused_state *st, tpu_cut_reason reason) {
   atomic_fetch_add(&cut_nodes, (uint64_t)g->n_nodes);
   flushed *f = calloc(1, sizeof *f);
   if (!f) {
-    free_cut_graph(g);
+    free_cut_graph(g, 0);
     return tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot allocate a fused graph's work");
   }
   f->graph = g;
@@ -279,9 +293,12 @@ static tpu_status flush_state(fused_state *st, tpu_cut_reason reason) {
   tpu_compile_cache *cache = tpu_compile_cache_global();
   tpu_status status = cache ? tpu_compile_cache_lookup(cache, g, tpu_fuse_compile, NULL, &f->entry)
                             : tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot create the compile cache");
+  int released = 0;
   if (status == TPU_OK)
-    status = materialize_outputs(tpu_compile_entry_plan(f->entry), g);
+    status = plan_memory(tpu_compile_entry_plan(f->entry), g, &released);
   if (status != TPU_OK) {
+    for (int n = released; n < g->n_nodes; n++)
+      release_node(g, n);
     done_flushed(f);
     return status;
   }

@@ -42,7 +42,8 @@ tpu_status tpu_fuse_compile(const tpu_graph *graph, void *ctx, void **plan,
                             void (**destroy)(void *plan));
 
 /* Runs `graph` with `plan` (made from a graph of equal structure) on the calling thread, helped by
- * the thread pool. External device inputs must be live; output buffers that are written get
+ * the thread pool. Device inputs must have memory (be live, or keep the address of memory a
+ * memory plan gave back after their last use); output buffers that are written and have none get
  * memory (tpu_buffer_materialize) first. As for launched ops (ops/tpu_op.h), a step with a
  * poisoned input poisons its outputs and the run goes on; a failing step poisons the outputs of
  * every node from it on and its error is returned, prefixed with the failing op's name. */

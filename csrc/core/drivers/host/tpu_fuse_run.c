@@ -137,9 +137,11 @@ static void run_chunk(int64_t begin, int64_t end, int chunk, void *arg) {
   }
 }
 
-/* Element 0 of tensor `t` for reading (its buffer must be live) or writing (given memory now). */
+/* Element 0 of tensor `t` for reading (its buffer must have memory) or writing (given memory now
+ * if it has none). A buffer whose memory went back to the pool after its last use in this graph
+ * (exec/tpu_fused.c's memory plan) still has its address, valid until this graph's run ends. */
 static tpu_status locate(const tpu_tensor *t, bool write, char **out) {
-  if (t->buf && !tpu_buffer_is_live(t->buf)) {
+  if (t->buf && !tpu_buffer_is_live(t->buf) && !tpu_buffer_memory(t->buf)) {
     if (!write)
       return tpu_error(TPU_ERR_RUNTIME, "a fused graph read a buffer that is not materialized");
     tpu_status st = tpu_buffer_materialize(t->buf);
