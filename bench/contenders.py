@@ -164,7 +164,8 @@ def synchronize(c: Contender) -> None:
 
 @contextlib.contextmanager
 def device_peak(c: Contender) -> Iterator[dict[str, int | str]]:
-    """Device peak bytes over the block: filled in as {"bytes": n} or {"reason": why not}."""
+    """Device peak bytes over the block above what was allocated when it began (other contenders'
+    models stay resident on the device): filled in as {"bytes": n} or {"reason": why not}."""
     result: dict[str, int | str] = {}
     if not (
         hasattr(torch.tpu, "reset_peak_memory_stats") and hasattr(torch.tpu, "max_memory_allocated")
@@ -174,6 +175,7 @@ def device_peak(c: Contender) -> Iterator[dict[str, int | str]]:
         return
     torch.tpu.synchronize()
     torch.tpu.reset_peak_memory_stats()
+    start = torch.tpu.memory_allocated()
     yield result
     torch.tpu.synchronize()
-    result["bytes"] = int(torch.tpu.max_memory_allocated())
+    result["bytes"] = int(torch.tpu.max_memory_allocated() - start)

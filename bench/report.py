@@ -124,8 +124,9 @@ def model_tables(doc: Doc, fn: Footnotes) -> str:
             "### Model steps: peak memory of one step\n\n"
             "PyTorch CPU: live = peak of live tensor bytes (tensors alive at the step's start + "
             "torch.profiler's allocated-bytes peak during it), RSS = peak RSS of the step in a "
-            "fresh process. tpu: the device's max_memory_allocated() over the step.\n\n"
-            + md_table(heads, mem_rows, left),
+            "fresh process. tpu: device = the contender's tensors alive at the step's start "
+            "(counted as for CPU live) + the device's max_memory_allocated() over the step above "
+            "what was allocated at its start.\n\n" + md_table(heads, mem_rows, left),
         ]
     )
 

@@ -10,7 +10,7 @@ import torch
 
 from bench.checks import INFER_RTOL, LOSS_RTOL, NORM_RTOL, Check, check_series, norm_atol
 from bench.contenders import CPU_EAGER, Contender, device_peak, enter, synchronize
-from bench.memory import cpu_live_peak, rss_probe
+from bench.memory import cpu_live_peak, live_tensors, rss_probe, storage_bytes
 from bench.models import MODELS, build_model
 from bench.timing import OK, Outcome, interleave, na
 
@@ -112,10 +112,12 @@ def memory(runner: StepRunner, i: int, model: str, task: str, rss: set[str]) -> 
     """Peak memory of one more step: the device's own peak on tpu; on CPU the peak of live tensor
     bytes (profiler) and, in a fresh process, the peak RSS."""
     if runner.c.is_tpu:
+        runner.enter()  # the memory step runs in the contender's own eager mode too
+        own = storage_bytes(live_tensors(runner, i))  # counted as for CPU live bytes
         with device_peak(runner.c) as peak:
             runner.run(i)
         return (
-            {"device_peak_bytes": peak["bytes"]}
+            {"device_peak_bytes": own + int(peak["bytes"])}
             if "bytes" in peak
             else {"memory_na": peak["reason"]}
         )

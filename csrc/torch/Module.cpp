@@ -14,6 +14,7 @@
 
 extern "C" {
 #include "core/base/tpu_env.h"
+#include "core/graph/tpu_compile_cache.h"
 #include "core/exec/tpu_device.h"
 #include "core/mem/tpu_allocator.h"
 #include "core/mem/tpu_host_alloc.h"
@@ -46,6 +47,54 @@ py::dict op_stats() {
   py::dict stats;
   stats["native"] = native;
   stats["fallback"] = fallback;
+  return stats;
+}
+
+tpu_eager_mode parse_mode(const std::string& text) {
+  tpu_eager_mode mode = tpu_eager_mode_parse(text.c_str());
+  TORCH_CHECK_VALUE(mode != TPU_EAGER_UNSET, "unknown eager mode '", text, "'");
+  return mode;
+}
+
+py::object mode_or_none(tpu_eager_mode mode) {
+  return mode == TPU_EAGER_UNSET ? py::object(py::none()) : py::str(tpu_eager_mode_name(mode));
+}
+
+tpu_stream* stream_at(int64_t id, int device) {
+  return core_stream(c10::Stream(
+      c10::Stream::UNSAFE, c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device)),
+      static_cast<c10::StreamId>(id)));
+}
+
+py::dict fused_stats() {
+  tpu_fused_stats s{};
+  tpu_fused_get_stats(&s);
+  py::dict cuts;
+  for (int r = 0; r < TPU_CUT_COUNT; r++) {
+    if (s.cuts[r]) {
+      cuts[py::str(tpu_cut_reason_name(static_cast<tpu_cut_reason>(r)))] = s.cuts[r];
+    }
+  }
+  py::dict stats;
+  stats["flushes"] = cuts;
+  stats["nodes"] = s.nodes;
+  return stats;
+}
+
+py::dict compile_cache_stats() {
+  tpu_compile_cache_stats s{};
+  tpu_compile_cache* cache = tpu_compile_cache_global();
+  TORCH_CHECK_WITH(OutOfMemoryError, cache, "cannot create the compile cache");
+  tpu_compile_cache_get_stats(cache, &s);
+  py::dict stats;
+  stats["hits"] = s.hits;
+  stats["misses"] = s.misses;
+  stats["compiles"] = s.compiles;
+  stats["evictions"] = s.evictions;
+  stats["entries"] = s.entries;
+  stats["capacity"] = s.capacity;
+  stats["plan_us"] = s.plan_us;
+  stats["compile_us"] = s.compile_us;
   return stats;
 }
 
@@ -112,7 +161,7 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_synchronize", [](int device) {
     py::gil_scoped_release no_gil;
-    check(tpu_device_synchronize(device));
+    synchronize_device(static_cast<c10::DeviceIndex>(device));
   });
 
   m.def("_current_stream", [](int device) {
@@ -172,6 +221,43 @@ PYBIND11_MODULE(_C, m) {
           return TPU_OK;
         },
         [](void* ctx) { delete static_cast<double*>(ctx); }, delay));
+  });
+  m.def("_set_eager_mode", [](const std::string& mode) {
+    check(tpu_fused_flush_device(-1, TPU_CUT_MODE_SWITCH));
+    tpu_set_default_eager_mode(parse_mode(mode));
+  });
+  m.def("_get_eager_mode", [] {
+    tpu_eager_mode mode = thread_eager_mode();
+    return tpu_eager_mode_name(mode == TPU_EAGER_UNSET ? tpu_default_eager_mode() : mode);
+  });
+  m.def("_thread_eager_mode", [] { return mode_or_none(thread_eager_mode()); });
+  m.def("_set_thread_eager_mode", [](const std::optional<std::string>& mode) {
+    check(tpu_fused_flush_device(-1, TPU_CUT_MODE_SWITCH));
+    set_thread_eager_mode(mode ? parse_mode(*mode) : TPU_EAGER_UNSET);
+  });
+  m.def("_stream_eager_mode", [](int64_t id, int device) {
+    return mode_or_none(tpu_stream_eager_mode(stream_at(id, device)));
+  });
+  m.def("_set_stream_eager_mode", [](int64_t id, int device, const std::optional<std::string>& mode) {
+    tpu_stream* s = stream_at(id, device);
+    check(tpu_fused_flush(s, TPU_CUT_MODE_SWITCH));
+    tpu_stream_set_eager_mode(s, mode ? parse_mode(*mode) : TPU_EAGER_UNSET);
+  });
+  m.def("_fused_stats", &fused_stats);
+  m.def("_reset_fused_stats", [] { tpu_fused_reset_stats(); });
+  m.def("_compile_cache_stats", &compile_cache_stats);
+  m.def("_reset_compile_cache_stats", [] {
+    tpu_compile_cache* cache = tpu_compile_cache_global();
+    if (cache) {
+      tpu_compile_cache_reset_stats(cache);
+    }
+  });
+  m.def("_dump_pending_graph", [](int device, bool dot) {
+    char* text = tpu_fused_dump(current_core_stream(static_cast<c10::DeviceIndex>(device)), dot);
+    TORCH_CHECK_WITH(OutOfMemoryError, text, "cannot dump the pending graph");
+    std::string out(text);
+    std::free(text);
+    return out;
   });
   m.def("_deferred_full", &deferred_full);
   m.def("_is_materialized", [](const at::Tensor& t) {

@@ -17,6 +17,13 @@ static const tpu_env_var registry[] = {
      "1 runs every op synchronously on the calling thread, so errors surface at the op (debug "
      "mode).",
      TPU_ENV_STABLE},
+    {"TORCH_TPU_EAGER_MODE", "strict",
+     "Eager mode at start: debug (synchronous per op), strict (asynchronous like CUDA) or fused "
+     "(ops deferred into graphs that are fused, cached and run at a materialization trigger). "
+     "Overrides the two variables below.",
+     TPU_ENV_STABLE},
+    {"TORCH_TPU_DEFER_AND_FUSE", "0", "1 starts in fused mode (TorchTPU's name for it).",
+     TPU_ENV_STABLE},
     {"TORCH_TPU_CPU_FALLBACK", "1",
      "0 makes an op without a native kernel raise NotImplementedError naming the op instead of "
      "running it on the CPU.",

@@ -79,6 +79,13 @@ static tpu_status check_call(int device, const tpu_op_call *call) {
   return TPU_OK;
 }
 
+tpu_status tpu_op_accept(int device, const tpu_op_call *call) {
+  tpu_status st = check_call(device, call);
+  if (st == TPU_OK)
+    atomic_fetch_add(&native_counts[call->op], 1);
+  return st;
+}
+
 /* Runs on the stream's worker (or inline under launch blocking). */
 static tpu_status run_call(void *arg) {
   tpu_op_call *call = arg;

@@ -78,6 +78,10 @@ void tpu_op_call_free(tpu_op_call *call);
  * the next synchronization and poisons the call's outputs. */
 tpu_status tpu_op_launch(tpu_stream *stream, tpu_op_call *call);
 
+/* Validates `call`'s views for `device` as a launch does and counts one native call of its op,
+ * without running it: for fused mode, which records the call in a graph instead. */
+tpu_status tpu_op_accept(int device, const tpu_op_call *call);
+
 /* Like tpu_op_launch, then waits for the stream and returns its first error: for copies to the host
  * and reads of scalars. Also fails when an input is poisoned. */
 tpu_status tpu_op_launch_sync(tpu_stream *stream, tpu_op_call *call);

@@ -23,6 +23,8 @@ struct tpu_buffer {
   void *identity;
   void *mem;                    /* NULL while pending */
   struct tpu_op_call *producer; /* pending: the deferred op that writes this buffer */
+  tpu_materialize_fn materializer; /* pending: runs the graph that writes this buffer */
+  void *materializer_ctx;
   _Atomic(char *) poison;       /* message of the failed async op that wrote it, or NULL */
 };
 
@@ -97,6 +99,24 @@ void tpu_buffer_set_producer(tpu_buffer *b, tpu_op_call *call) {
   b->producer = call;
 }
 
+void tpu_buffer_set_materializer(tpu_buffer *b, tpu_materialize_fn fn, void *ctx) {
+  pthread_mutex_lock(&materialize_mu);
+  b->materializer = fn;
+  b->materializer_ctx = fn ? ctx : NULL;
+  pthread_mutex_unlock(&materialize_mu);
+}
+
+void *tpu_buffer_materializer_ctx(const tpu_buffer *b) {
+  pthread_mutex_lock(&materialize_mu);
+  void *ctx = b->materializer_ctx;
+  pthread_mutex_unlock(&materialize_mu);
+  return ctx;
+}
+
+bool tpu_buffer_storage_alive(const tpu_buffer *b) { return !atomic_load(&b->storage_released); }
+
+void tpu_buffer_add_reader(tpu_buffer *b) { atomic_fetch_add(&b->pending_readers, 1); }
+
 bool tpu_buffer_is_live(const tpu_buffer *b) { return atomic_load(&b->live); }
 
 int tpu_buffer_device(const tpu_buffer *b) { return b->device; }
@@ -115,6 +135,17 @@ bool tpu_buffer_has_producer(const tpu_buffer *b) {
 tpu_status tpu_buffer_materialize(tpu_buffer *b) {
   if (atomic_load(&b->live))
     return TPU_OK;
+  /* Outside the lock: the materializer takes its graph's lock, which is held while it sets and
+   * clears materializers. */
+  pthread_mutex_lock(&materialize_mu);
+  tpu_materialize_fn fn = b->materializer;
+  void *ctx = b->materializer_ctx;
+  pthread_mutex_unlock(&materialize_mu);
+  if (fn) {
+    tpu_status st = fn(ctx);
+    if (st != TPU_OK)
+      return st;
+  }
   pthread_mutex_lock(&materialize_mu);
   tpu_status st = TPU_OK;
   if (!atomic_load(&b->live)) {

@@ -33,6 +33,24 @@ void tpu_buffer_set_producer(tpu_buffer *buffer, struct tpu_op_call *call);
  * for a live buffer. */
 tpu_status tpu_buffer_materialize(tpu_buffer *buffer);
 
+/* Called instead of launching a producer when a pending buffer must become live, e.g. to run the
+ * fused-mode graph that writes it; it may make the buffer live itself. */
+typedef tpu_status (*tpu_materialize_fn)(void *ctx);
+
+/* Sets (or, with fn NULL, clears) the pending buffer's materializer: tpu_buffer_materialize calls
+ * fn(ctx) first, then gives the buffer memory if fn did not. */
+void tpu_buffer_set_materializer(tpu_buffer *buffer, tpu_materialize_fn fn, void *ctx);
+
+/* The materializer's ctx, or NULL: tells whose graph a pending buffer belongs to. */
+void *tpu_buffer_materializer_ctx(const tpu_buffer *buffer);
+
+/* True until the storage that owns the buffer dies (tpu_buffer_release_storage). */
+bool tpu_buffer_storage_alive(const tpu_buffer *buffer);
+
+/* One more unlaunched reader or writer (a node of an open graph): memory is not given back when
+ * the storage dies until the matching tpu_buffer_reader_done. */
+void tpu_buffer_add_reader(tpu_buffer *buffer);
+
 /* True once the buffer has memory. */
 bool tpu_buffer_is_live(const tpu_buffer *buffer);
 

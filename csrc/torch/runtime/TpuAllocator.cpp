@@ -39,7 +39,13 @@ struct TpuDeviceAllocator final : public c10::DeviceAllocator {
     c10::DeviceIndex device = current_device();
     c10::Stream stream = current_stream(device);
     tpu_buffer* buffer = nullptr;
-    check(tpu_buffer_create(device, static_cast<int>(stream.id()), nbytes, &buffer));
+    tpu_stream* core = core_stream(stream);
+    // Fused mode: memory comes when the graph that writes the buffer runs, if the buffer is alive.
+    if (eager_mode_for(core) == TPU_EAGER_FUSED && !tpu_launch_blocking()) {
+      check(tpu_buffer_create_pending(device, static_cast<int>(stream.id()), nbytes, &buffer));
+    } else {
+      check(tpu_buffer_create(device, static_cast<int>(stream.id()), nbytes, &buffer));
+    }
     return wrap_buffer(buffer);
   }
 

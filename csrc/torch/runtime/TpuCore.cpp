@@ -148,14 +148,56 @@ static void follow_torch_threads() {
   tpu_pool_set_threads(at::get_num_threads());
 }
 
+static thread_local tpu_eager_mode thread_mode = TPU_EAGER_UNSET;
+
+tpu_eager_mode thread_eager_mode() {
+  return thread_mode;
+}
+
+void set_thread_eager_mode(tpu_eager_mode mode) {
+  thread_mode = mode;
+}
+
+tpu_eager_mode eager_mode_for(tpu_stream* stream) {
+  tpu_eager_mode mode = thread_mode;
+  if (mode == TPU_EAGER_UNSET) {
+    mode = tpu_stream_eager_mode(stream);
+  }
+  return mode == TPU_EAGER_UNSET ? tpu_default_eager_mode() : mode;
+}
+
+void synchronize_device(c10::DeviceIndex device) {
+  check(tpu_fused_flush_device(device, TPU_CUT_SYNC));
+  check(tpu_device_synchronize(device));
+}
+
 void launch(c10::DeviceIndex device, tpu_op_call* call) {
   follow_torch_threads();
-  check(tpu_op_launch(current_core_stream(device), call));
+  tpu_stream* stream = current_core_stream(device);
+  // Debug mode is launch blocking, which wins over a fused stream.
+  if (eager_mode_for(stream) == TPU_EAGER_FUSED && !tpu_launch_blocking()) {
+    check(tpu_fused_add(stream, call));
+    return;
+  }
+  if (tpu_fused_pending_nodes(stream) > 0) {
+    tpu_status st = tpu_fused_flush(stream, TPU_CUT_MODE_SWITCH);
+    if (st != TPU_OK) {
+      tpu_op_call_free(call);
+      throw_status(st);
+    }
+  }
+  check(tpu_op_launch(stream, call));
 }
 
 void launch_sync(c10::DeviceIndex device, tpu_op_call* call) {
   follow_torch_threads();
-  check(tpu_op_launch_sync(current_core_stream(device), call));
+  tpu_stream* stream = current_core_stream(device);
+  tpu_status st = tpu_fused_flush(stream, TPU_CUT_HOST_READ);
+  if (st != TPU_OK) {
+    tpu_op_call_free(call);
+    throw_status(st);
+  }
+  check(tpu_op_launch_sync(stream, call));
 }
 
 } // namespace torch_tpu

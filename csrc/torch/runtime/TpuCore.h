@@ -6,6 +6,7 @@
 #include <c10/core/Stream.h>
 
 extern "C" {
+#include "core/exec/tpu_fused.h"
 #include "core/exec/tpu_stream.h"
 #include "core/ops/tpu_op.h"
 #include "core/tensor/tpu_buffer.h"
@@ -45,10 +46,24 @@ tpu_stream* current_core_stream(c10::DeviceIndex device);
 // The core stream behind a c10::Stream of the tpu device.
 tpu_stream* core_stream(const c10::Stream& stream);
 
-// Launches `call` on the current stream of `device`; throws on a synchronous error.
+// The calling thread's eager mode override (`with torch.tpu.eager_mode(...)`), TPU_EAGER_UNSET when
+// it has none.
+tpu_eager_mode thread_eager_mode();
+void set_thread_eager_mode(tpu_eager_mode mode);
+
+// The mode work on `stream` runs in: the thread's override, else the stream's own mode, else the
+// process default.
+tpu_eager_mode eager_mode_for(tpu_stream* stream);
+
+// Cuts the open fused graphs of `device` and waits for all its streams; throws the first error.
+void synchronize_device(c10::DeviceIndex device);
+
+// Launches `call` on the current stream of `device` (in fused mode: records it in the stream's
+// open graph); throws on a synchronous error.
 void launch(c10::DeviceIndex device, tpu_op_call* call);
 
-// Launches `call` and waits for it (copies to the host, scalar reads).
+// Launches `call` and waits for it (copies to the host, scalar reads); cuts the open fused graph
+// first.
 void launch_sync(c10::DeviceIndex device, tpu_op_call* call);
 
 // A new op call; throws when out of host memory.

@@ -83,15 +83,19 @@ struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
 
   bool queryStream(const c10::Stream& stream) const override {
-    return tpu_stream_query(core_stream(stream));
+    tpu_stream* s = core_stream(stream);
+    check(tpu_fused_flush(s, TPU_CUT_QUERY));
+    return tpu_stream_query(s);
   }
 
   void synchronizeStream(const c10::Stream& stream) const override {
-    check(tpu_stream_synchronize(core_stream(stream)));
+    tpu_stream* s = core_stream(stream);
+    check(tpu_fused_flush(s, TPU_CUT_SYNC));
+    check(tpu_stream_synchronize(s));
   }
 
   void synchronizeDevice(const c10::DeviceIndex device) const override {
-    check(tpu_device_synchronize(device < 0 ? current_device() : device));
+    synchronize_device(device < 0 ? current_device() : device);
   }
 
   void record(
@@ -103,12 +107,16 @@ struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
         device == -1 || device == stream.device_index(),
         "Event device index ", device, " does not match recording stream's device index ",
         stream.device_index(), ".");
-    check(tpu_event_record(ensure_event(event, flag), core_stream(stream)));
+    tpu_stream* s = core_stream(stream);
+    check(tpu_fused_flush(s, TPU_CUT_EVENT));
+    check(tpu_event_record(ensure_event(event, flag), s));
   }
 
   void block(void* event, const c10::Stream& stream) const override {
     if (event) {
-      check(tpu_event_block(static_cast<tpu_event*>(event), core_stream(stream)));
+      tpu_stream* s = core_stream(stream);
+      check(tpu_fused_flush(s, TPU_CUT_WAIT_STREAM));
+      check(tpu_event_block(static_cast<tpu_event*>(event), s));
     }
   }
 

@@ -1,23 +1,88 @@
 """Eager execution modes. ``strict`` (the default) queues each op on the chip's stream and returns
-at once, like CUDA; ``debug`` runs each op synchronously, so errors surface at the op.
-``fused`` (DeferAndFuse) is not built yet."""
+at once, like CUDA; ``debug`` runs each op synchronously, so errors surface at the op; ``fused``
+(DeferAndFuse) records ops in a graph per stream, which is fused, compiled once (cached) and run at
+a materialization trigger, so intermediates whose tensors die are never given memory."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import torch
 
 from .. import _C
 
 _MODES = ("debug", "strict", "fused")
 
 
-def set_eager_mode(mode: str) -> None:
-    """Selects the eager mode for the process."""
+def _check(mode: str) -> None:
     if mode not in _MODES:
         raise ValueError(f"eager mode must be one of {_MODES}, got {mode!r}")
-    if mode == "fused":
-        raise NotImplementedError("the fused (DeferAndFuse) eager mode is not implemented yet")
-    _C._set_launch_blocking(mode == "debug")
+
+
+def set_eager_mode(mode: str) -> None:
+    """Selects the eager mode for the process (threads without an ``eager_mode`` override, and
+    streams without their own mode). Cuts every open fused graph first."""
+    _check(mode)
+    _C._set_eager_mode(mode)
 
 
 def get_eager_mode() -> str:
-    """The current eager mode."""
-    return "debug" if _C._launch_blocking() else "strict"
+    """The calling thread's eager mode: its ``eager_mode`` override, else the process's."""
+    return _C._get_eager_mode()
+
+
+@contextmanager
+def eager_mode(mode: str) -> Iterator[None]:
+    """Runs the block in `mode` on the calling thread and on its current stream, so autograd's
+    device thread runs backward in the same mode; nestable, restores both on exit. Debug mode is
+    launch blocking, which is process-wide while the block runs."""
+    _check(mode)
+    device = torch.tpu.current_device()
+    stream_id = _C._current_stream(device)[0]
+    old_thread = _C._thread_eager_mode()
+    old_stream = _C._stream_eager_mode(stream_id, device)
+    old_blocking = _C._launch_blocking()
+    _C._set_thread_eager_mode(mode)
+    _C._set_stream_eager_mode(stream_id, device, mode)
+    _C._set_launch_blocking(mode == "debug")
+    try:
+        yield
+    finally:
+        _C._set_thread_eager_mode(old_thread)
+        _C._set_stream_eager_mode(stream_id, device, old_stream)
+        _C._set_launch_blocking(old_blocking)
+
+
+def is_materialized(tensor: torch.Tensor) -> bool:
+    """True once the tensor's storage has memory (in fused mode a deferred result has none until a
+    trigger runs its graph, and never gets any when it dies first)."""
+    return _C._is_materialized(tensor)
+
+
+def dump_pending_graph(dot: bool = False) -> str:
+    """The current stream's open fused graph as text (one line per node) or Graphviz dot."""
+    return _C._dump_pending_graph(torch.tpu.current_device(), dot)
+
+
+def fused_stats() -> dict[str, object]:
+    """Fused-mode cuts since start or reset: ``{"flushes": {reason: n}, "nodes": n}`` (nodes in
+    the cut graphs). Reasons: sync, host_read, materialize, event, query, wait_stream, fallback,
+    undeferrable, graph_cap, mode_switch."""
+    return _C._fused_stats()
+
+
+def reset_fused_stats() -> None:
+    """Zeroes the fused-mode cut counts."""
+    _C._reset_fused_stats()
+
+
+def compile_cache_stats() -> dict[str, int]:
+    """The shared compile cache: hits, misses, compiles, evictions, entries, capacity, and
+    plan_us / compile_us (microseconds spent looking graphs up and planning misses)."""
+    return _C._compile_cache_stats()
+
+
+def reset_compile_cache_stats() -> None:
+    """Zeroes the compile cache's counters and times (entries stay)."""
+    _C._reset_compile_cache_stats()

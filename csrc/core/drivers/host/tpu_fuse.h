@@ -1,0 +1,60 @@
+/* The host driver's planner and executor for graphs (graph/tpu_graph.h).
+ *
+ * Planning cuts the graph, in order, into steps. A fused step is a maximal run (up to 32 nodes) of
+ * consecutive elementwise nodes (ops of the elementwise engine with a loop for their compute dtype,
+ * 1-4 inputs, 1-2 outputs) over one element count N, whose outputs are dense and whose inputs are
+ * dense with N elements, single elements (scalars), or dense with a shape that is a suffix of the
+ * output's (a bias, read periodically). Any other node (an input broadcast along inner dimensions
+ * or strided, another op family, a view of an earlier result the group cannot read tile by tile, a
+ * partial overlap between the group's reads and writes of one buffer) ends the group and runs as a
+ * single kernel through tpu_host_kernel, as does a group of one node.
+ *
+ * A fused step runs tile by tile (TPU_FUSE_TILE elements) with tiles split over the thread pool:
+ * for each tile every node's inner loop (the engine's own tpu_ew_loop) runs on tile pointers, with
+ * the engine's conversions (float16/bfloat16 loaded to float, each node's result rounded to its
+ * dtype), so results are bit-identical to running the nodes one by one. A node's output is written
+ * to memory only when it is needed (tpu_graph_ref.needed) or read outside its group; otherwise it
+ * lives in per-thread tile scratch and its buffer never gets memory. A node whose outputs are all
+ * unneeded and never read is not run at all.
+ *
+ * A plan depends only on the graph's structure, so one plan serves every graph equal to the one it
+ * was made from (the compile cache's contract); running reads buffers and scalars from the graph
+ * it is given. */
+#ifndef TPU_FUSE_H
+#define TPU_FUSE_H
+
+#include "graph/tpu_graph.h"
+
+/* Elements per tile: the tiles of a short chain's operands and intermediates together stay in L1
+ * (measured: 512 beats 1024 and 2048 by 1.3-1.6x on a 32 KiB L1). */
+#define TPU_FUSE_TILE 512
+
+typedef struct tpu_fuse_plan tpu_fuse_plan;
+
+/* Plans `graph`; TPU_ERR_OUT_OF_MEMORY when host memory runs out. */
+tpu_status tpu_fuse_plan_create(const tpu_graph *graph, tpu_fuse_plan **out);
+
+/* Frees a plan (a void * so it can be a compile cache entry's destructor). */
+void tpu_fuse_plan_destroy(void *plan);
+
+/* A tpu_compile_fn for the compile cache: plans the graph (ctx unused). */
+tpu_status tpu_fuse_compile(const tpu_graph *graph, void *ctx, void **plan,
+                            void (**destroy)(void *plan));
+
+/* Runs `graph` with `plan` (made from a graph of equal structure) on the calling thread, helped by
+ * the thread pool. Device inputs must have memory (be live, or keep the address of memory a
+ * memory plan gave back after their last use); output buffers that are written and have none get
+ * memory (tpu_buffer_materialize) first. As for launched ops (ops/tpu_op.h), a step with a
+ * poisoned input poisons its outputs and the run goes on; a failing step poisons the outputs of
+ * every node from it on and its error is returned, prefixed with the failing op's name. */
+tpu_status tpu_fuse_run(const tpu_fuse_plan *plan, const tpu_graph *graph);
+
+/* Number of steps of a plan and, for step i, its first node, its node count and whether it is
+ * fused; for tests and the graph dump. */
+int tpu_fuse_plan_steps(const tpu_fuse_plan *plan);
+void tpu_fuse_plan_step(const tpu_fuse_plan *plan, int i, int *first, int *count, bool *fused);
+
+/* True when output `out` of node `node` is written to memory by the plan. */
+bool tpu_fuse_plan_stores(const tpu_fuse_plan *plan, int node, int out);
+
+#endif

@@ -1,0 +1,72 @@
+/* Private to the fused planner (tpu_fuse_plan.c) and executor (tpu_fuse_run.c): the plan. */
+#ifndef TPU_FUSE_INTERNAL_H
+#define TPU_FUSE_INTERNAL_H
+
+#include "drivers/host/tpu_elementwise.h"
+#include "drivers/host/tpu_fuse.h"
+#include "drivers/host/tpu_iter.h"
+
+/* Where a loop input comes from. */
+enum {
+  FZ_MEM,   /* memory: a dense view of N elements (an external or earlier step's result) */
+  FZ_CONST, /* memory: one element repeated over the tile (a scalar operand) */
+  FZ_PERIODIC, /* memory: `period` dense elements repeated along the output (a bias) */
+  FZ_VAL,   /* an earlier node of the group: its value's tile */
+};
+
+/* A conversion from one dtype to another, optionally through a middle dtype (the engine rounds to
+ * the compute dtype on the way, tpu_elementwise.h). `to_end` NULL: no conversion at all. */
+typedef struct fz_cast {
+  tpu_dtype from, mid, to;
+  tpu_loop_fn to_mid; /* from -> mid, or NULL when going straight */
+  tpu_loop_fn to_end; /* (mid or from) -> to */
+} fz_cast;
+
+/* One operand of a node's loop, in loop order (outputs first). */
+typedef struct fz_operand {
+  uint8_t src;    /* inputs: FZ_* */
+  int16_t tensor; /* index in call->tensors */
+  int16_t val;    /* FZ_VAL inputs: the value read; outputs: the value defined */
+  int16_t konst;  /* FZ_CONST: index of its per-thread buffer */
+  int64_t period; /* FZ_PERIODIC: elements of the input */
+  fz_cast cast;   /* inputs: tensor dtype -> loop; outputs: loop -> tensor dtype */
+} fz_operand;
+
+typedef struct fz_node {
+  int node; /* index in the graph */
+  tpu_ew_loop loop;
+  int n_in, n_out;
+  fz_operand ops[TPU_EW_MAX_OPERANDS];
+} fz_node;
+
+/* A node output defined inside a group. */
+typedef struct fz_value {
+  tpu_dtype dtype;
+  int node, out;
+  bool store; /* written to memory; else only in tile scratch */
+} fz_value;
+
+typedef struct fz_group {
+  int64_t numel;
+  int n_nodes, n_values, n_consts;
+  fz_node *nodes;
+  fz_value *values;
+} fz_group;
+
+typedef struct fz_step {
+  int first, count;
+  bool skip;       /* a dead node: nothing reads or needs its outputs */
+  fz_group *group; /* NULL: a single kernel */
+} fz_step;
+
+struct tpu_fuse_plan {
+  int n_steps;
+  fz_step *steps;
+  int *out_base; /* per node: index of its output 0 in stores */
+  bool *stores;  /* per node output: written to memory */
+};
+
+/* The engine's op table of `op`, or NULL for ops outside the elementwise family. */
+const tpu_ew_op *tpu_fuse_ew_op(tpu_op_id op);
+
+#endif

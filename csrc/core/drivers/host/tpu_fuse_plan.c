@@ -1,0 +1,338 @@
+/* The fused planner: cuts a graph into steps (tpu_fuse.h) from its structure alone. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "drivers/host/tpu_cast.h"
+#include "drivers/host/tpu_fuse_internal.h"
+
+#define FZ_DECLARE_TABLE(id, name, kernel) extern const tpu_ew_op *const kernel##_table;
+TPU_OPS_ELEMENTWISE(FZ_DECLARE_TABLE)
+#undef FZ_DECLARE_TABLE
+
+const tpu_ew_op *tpu_fuse_ew_op(tpu_op_id op) {
+  switch (op) {
+#define FZ_TABLE_CASE(id, name, kernel)                                                            \
+  case TPU_OP_##id:                                                                                \
+    return kernel##_table;
+    TPU_OPS_ELEMENTWISE(FZ_TABLE_CASE)
+#undef FZ_TABLE_CASE
+  default:
+    return NULL;
+  }
+}
+
+static bool is_real(tpu_dtype d) { return d <= TPU_FLOAT64; }
+
+/* Sizes without leading 1s: views with equal squeezed shapes, both dense, map element i to i. */
+static bool same_elements(const tpu_tensor *a, const tpu_tensor *b) {
+  int da = 0, db = 0;
+  while (da < a->ndim && a->sizes[da] == 1)
+    da++;
+  while (db < b->ndim && b->sizes[db] == 1)
+    db++;
+  if (a->ndim - da != b->ndim - db)
+    return false;
+  return !memcmp(a->sizes + da, b->sizes + db, (size_t)(a->ndim - da) * sizeof a->sizes[0]);
+}
+
+static bool dense_like(const tpu_tensor *t, const tpu_tensor *out0) {
+  return tpu_tensor_is_contiguous(t) && same_elements(t, out0);
+}
+
+/* A dense input whose shape (without leading 1s) is a suffix of the output's, such as a bias:
+ * element i of the output reads element i % numel of the input. */
+static bool periodic(const tpu_tensor *t, const tpu_tensor *out0) {
+  int d = 0;
+  while (d < t->ndim && t->sizes[d] == 1)
+    d++;
+  int k = t->ndim - d;
+  if (!tpu_tensor_is_contiguous(t) || k > out0->ndim)
+    return false;
+  return !memcmp(t->sizes + d, out0->sizes + out0->ndim - k, (size_t)k * sizeof t->sizes[0]);
+}
+
+/* Whether node n can be part of a fused group at all (ignoring its neighbours). */
+static bool eligible(const tpu_graph *g, int n) {
+  const tpu_op_call *c = g->nodes[n].call;
+  const tpu_ew_op *op = tpu_fuse_ew_op(c->op);
+  if (!op || !is_real(c->compute) || !op->loops[tpu_ew_loop_dtype(c->compute)] ||
+      c->n_inputs < 1 || c->n_inputs > TPU_EW_MAX_INPUTS || c->n_outputs < 1 ||
+      c->n_outputs > TPU_EW_MAX_OUTPUTS)
+    return false;
+  const tpu_tensor *out0 = &c->tensors[c->n_inputs];
+  if (tpu_tensor_numel(out0) == 0)
+    return false;
+  for (int i = 0; i < c->n_inputs + c->n_outputs; i++) {
+    const tpu_tensor *t = &c->tensors[i];
+    bool output = i >= c->n_inputs;
+    if (!is_real(t->dtype))
+      return false;
+    if (output ? !dense_like(t, out0) : tpu_tensor_numel(t) != 1 && !periodic(t, out0))
+      return false;
+  }
+  return true;
+}
+
+/* The views of memory a group reads or writes, by slot: a group may only touch one view of each
+ * slot, or a tile could write what another tile still has to read. */
+typedef struct view_set {
+  int n, cap;
+  struct view { int32_t slot; int64_t offset, numel; } *v;
+} view_set;
+
+/* Adds a view; false when the slot is already seen with another view (or out of memory). */
+static bool add_view(view_set *s, int32_t slot, const tpu_tensor *t) {
+  int64_t numel = tpu_tensor_numel(t);
+  for (int i = 0; i < s->n; i++)
+    if (s->v[i].slot == slot)
+      return s->v[i].offset == t->offset && s->v[i].numel == numel;
+  if (s->n == s->cap) {
+    int cap = s->cap ? 2 * s->cap : 16;
+    struct view *v = realloc(s->v, (size_t)cap * sizeof *v);
+    if (!v)
+      return false;
+    s->v = v, s->cap = cap;
+  }
+  s->v[s->n++] = (struct view){slot, t->offset, numel};
+  return true;
+}
+
+/* Whether node n joins the group of nodes [first, n): every input from the group reads exactly
+ * its producer's output view, and the memory views stay consistent (recorded in `views`). */
+static bool joins(const tpu_graph *g, int first, int n, view_set *views) {
+  const tpu_op_call *c = g->nodes[n].call;
+  const tpu_graph_ref *refs = g->nodes[n].refs;
+  for (int i = 0; i < c->n_inputs + c->n_outputs; i++) {
+    const tpu_tensor *t = &c->tensors[i];
+    const tpu_graph_ref *r = &refs[i];
+    if (r->slot < 0)
+      continue;
+    if (i < c->n_inputs && r->node >= first) {
+      const tpu_op_call *p = g->nodes[r->node].call;
+      const tpu_tensor *src = &p->tensors[p->n_inputs + r->index];
+      if (t->dtype != src->dtype || t->offset != src->offset ||
+          tpu_tensor_numel(t) != tpu_tensor_numel(src))
+        return false;
+      continue;
+    }
+    if (!add_view(views, r->slot, t))
+      return false;
+  }
+  return true;
+}
+
+/* How an operand of dtype `actual` reaches the loop's dtype `want` (outputs: the way back), as the
+ * engine converts it: through the compute dtype unless the op keeps a scalar's precision. */
+static fz_cast plan_cast(tpu_dtype actual, tpu_dtype want, tpu_dtype compute, bool output,
+                         bool keep) {
+  fz_cast c = {.from = output ? want : actual, .to = output ? actual : want};
+  c.mid = c.from;
+  if (actual == want)
+    return c;
+  if (compute != want && want != TPU_BOOL && actual != compute && !keep) {
+    c.mid = compute;
+    c.to_mid = tpu_cast_loop(c.from, compute);
+  }
+  c.to_end = tpu_cast_loop(c.mid, c.to);
+  return c;
+}
+
+static int64_t out_numel(const tpu_graph *g, int n) {
+  const tpu_op_call *c = g->nodes[n].call;
+  return tpu_tensor_numel(&c->tensors[c->n_inputs]);
+}
+
+/* Nodes per group at most: beyond it a chain continues in the next group (one more round trip to
+ * memory), which keeps each thread's tile scratch bounded. */
+#define FZ_MAX_GROUP 32
+
+/* Cuts the nodes into steps: maximal fusable runs, everything else one node per step. */
+static int partition(const tpu_graph *g, fz_step *steps) {
+  int n_steps = 0;
+  for (int i = 0; i < g->n_nodes;) {
+    int count = 1;
+    view_set views = {0};
+    if (eligible(g, i) && joins(g, i, i, &views))
+      while (i + count < g->n_nodes && count < FZ_MAX_GROUP && eligible(g, i + count) &&
+             out_numel(g, i + count) == out_numel(g, i) && joins(g, i, i + count, &views))
+        count++;
+    free(views.v);
+    steps[n_steps++] = (fz_step){.first = i, .count = count};
+    i += count;
+  }
+  return n_steps;
+}
+
+/* Decides which outputs reach memory: all of a single kernel's; in a group, those needed or read
+ * (or partly overwritten) by another step. Marks single nodes that nobody reads or needs dead. */
+static bool plan_stores(const tpu_graph *g, tpu_fuse_plan *p, const int *step_of) {
+  int total = p->out_base[g->n_nodes];
+  bool *read_outside = calloc((size_t)total + 1, 1), *read_any = calloc((size_t)total + 1, 1);
+  if (!read_outside || !read_any) {
+    free(read_outside);
+    free(read_any);
+    return false;
+  }
+  for (int m = 0; m < g->n_nodes; m++) {
+    const tpu_op_call *c = g->nodes[m].call;
+    for (int i = 0; i < c->n_inputs + c->n_outputs; i++) {
+      const tpu_graph_ref *r = &g->nodes[m].refs[i];
+      if (r->node < 0)
+        continue;
+      int f = p->out_base[r->node] + r->index;
+      read_any[f] = true;
+      read_outside[f] |= step_of[m] != step_of[r->node];
+    }
+  }
+  for (int s = 0; s < p->n_steps; s++) {
+    fz_step *st = &p->steps[s];
+    bool fused = st->count > 1, live = false;
+    for (int n = st->first; n < st->first + st->count; n++)
+      for (int k = 0; k < g->nodes[n].call->n_outputs; k++) {
+        int f = p->out_base[n] + k;
+        bool needed = g->nodes[n].refs[g->nodes[n].call->n_inputs + k].needed;
+        p->stores[f] = !fused || needed || read_outside[f];
+        live |= needed || read_any[f];
+      }
+    st->skip = !fused && !live;
+  }
+  free(read_outside);
+  free(read_any);
+  return true;
+}
+
+/* Fills one loop operand of group node `fn` (graph node n). */
+static void plan_operand(const tpu_graph *g, fz_group *grp, int first, fz_node *fn, int k,
+                         const int *value_of, const tpu_fuse_plan *p) {
+  const tpu_op_call *c = g->nodes[fn->node].call;
+  const tpu_ew_op *op = tpu_fuse_ew_op(c->op);
+  bool output = k < fn->n_out;
+  int ti = output ? fn->n_in + k : k - fn->n_out;
+  const tpu_tensor *t = &c->tensors[ti];
+  const tpu_graph_ref *r = &g->nodes[fn->node].refs[ti];
+  tpu_dtype want = op->bool_operands & TPU_EW_BOOL(k) ? TPU_BOOL : tpu_ew_loop_dtype(c->compute);
+  bool keep = (op->flags & TPU_EW_OPMATH_SCALAR1) && k == fn->n_out + 1 &&
+              tpu_tensor_numel(t) == 1;
+  fz_operand *o = &fn->ops[k];
+  o->tensor = (int16_t)ti;
+  o->cast = plan_cast(t->dtype, want, c->compute, output, keep);
+  if (output) {
+    int v = grp->n_values++;
+    grp->values[v] = (fz_value){.dtype = t->dtype, .node = fn->node, .out = k,
+                                .store = p->stores[p->out_base[fn->node] + k]};
+    o->val = (int16_t)v;
+  } else if (r->node >= first) {
+    o->src = FZ_VAL;
+    o->val = (int16_t)value_of[p->out_base[r->node] + r->index];
+  } else if (tpu_tensor_numel(t) == 1 && grp->numel != 1) {
+    o->src = FZ_CONST;
+    o->konst = (int16_t)grp->n_consts++;
+  } else if (tpu_tensor_numel(t) != grp->numel) {
+    o->src = FZ_PERIODIC;
+    o->period = tpu_tensor_numel(t);
+  } else {
+    o->src = FZ_MEM;
+  }
+}
+
+static fz_group *plan_group(const tpu_graph *g, const fz_step *st, int *value_of,
+                            const tpu_fuse_plan *p) {
+  int n_values = p->out_base[st->first + st->count] - p->out_base[st->first];
+  fz_group *grp = calloc(1, sizeof *grp);
+  if (!grp)
+    return NULL;
+  grp->nodes = calloc((size_t)st->count, sizeof *grp->nodes);
+  grp->values = calloc((size_t)n_values, sizeof *grp->values);
+  if (!grp->nodes || !grp->values) {
+    free(grp->nodes);
+    free(grp->values);
+    free(grp);
+    return NULL;
+  }
+  grp->numel = out_numel(g, st->first);
+  grp->n_nodes = st->count;
+  for (int j = 0; j < st->count; j++) {
+    const tpu_op_call *c = g->nodes[st->first + j].call;
+    fz_node *fn = &grp->nodes[j];
+    fn->node = st->first + j;
+    fn->loop = tpu_fuse_ew_op(c->op)->loops[tpu_ew_loop_dtype(c->compute)];
+    fn->n_in = c->n_inputs;
+    fn->n_out = c->n_outputs;
+    for (int k = 0; k < fn->n_out + fn->n_in; k++) {
+      if (k < fn->n_out)
+        value_of[p->out_base[fn->node] + k] = grp->n_values;
+      plan_operand(g, grp, st->first, fn, k, value_of, p);
+    }
+  }
+  return grp;
+}
+
+void tpu_fuse_plan_destroy(void *plan) {
+  tpu_fuse_plan *p = plan;
+  if (!p)
+    return;
+  for (int s = 0; p->steps && s < p->n_steps; s++)
+    if (p->steps[s].group) {
+      free(p->steps[s].group->nodes);
+      free(p->steps[s].group->values);
+      free(p->steps[s].group);
+    }
+  free(p->steps);
+  free(p->out_base);
+  free(p->stores);
+  free(p);
+}
+
+tpu_status tpu_fuse_plan_create(const tpu_graph *g, tpu_fuse_plan **out) {
+  tpu_fuse_plan *p = calloc(1, sizeof *p);
+  int n = g->n_nodes;
+  int *step_of = NULL, *value_of = NULL;
+  bool ok = p && (p->steps = calloc((size_t)n + 1, sizeof *p->steps)) &&
+            (p->out_base = calloc((size_t)n + 1, sizeof *p->out_base)) &&
+            (step_of = calloc((size_t)n + 1, sizeof *step_of));
+  for (int i = 0; ok && i < n; i++)
+    p->out_base[i + 1] = p->out_base[i] + g->nodes[i].call->n_outputs;
+  ok = ok && (p->stores = calloc((size_t)p->out_base[n] + 1, 1)) &&
+       (value_of = calloc((size_t)p->out_base[n] + 1, sizeof *value_of));
+  if (ok) {
+    p->n_steps = partition(g, p->steps);
+    for (int s = 0; s < p->n_steps; s++)
+      for (int i = 0; i < p->steps[s].count; i++)
+        step_of[p->steps[s].first + i] = s;
+    ok = plan_stores(g, p, step_of);
+  }
+  for (int s = 0; ok && s < p->n_steps; s++)
+    if (p->steps[s].count > 1)
+      ok = (p->steps[s].group = plan_group(g, &p->steps[s], value_of, p)) != NULL;
+  free(step_of);
+  free(value_of);
+  if (!ok) {
+    tpu_fuse_plan_destroy(p);
+    return tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot allocate a fused plan");
+  }
+  *out = p;
+  return TPU_OK;
+}
+
+tpu_status tpu_fuse_compile(const tpu_graph *g, void *ctx, void **plan, void (**destroy)(void *)) {
+  (void)ctx;
+  tpu_fuse_plan *p;
+  tpu_status st = tpu_fuse_plan_create(g, &p);
+  if (st == TPU_OK) {
+    *plan = p;
+    *destroy = tpu_fuse_plan_destroy;
+  }
+  return st;
+}
+
+int tpu_fuse_plan_steps(const tpu_fuse_plan *p) { return p->n_steps; }
+
+void tpu_fuse_plan_step(const tpu_fuse_plan *p, int i, int *first, int *count, bool *fused) {
+  *first = p->steps[i].first;
+  *count = p->steps[i].count;
+  *fused = p->steps[i].group != NULL;
+}
+
+bool tpu_fuse_plan_stores(const tpu_fuse_plan *p, int node, int out) {
+  return p->stores[p->out_base[node] + out];
+}

@@ -1,0 +1,358 @@
+#include "exec/tpu_fused.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "base/tpu_env.h"
+#include "drivers/host/tpu_fuse.h"
+#include "exec/tpu_device.h"
+#include "graph/tpu_compile_cache.h"
+#include "graph/tpu_graph.h"
+
+/* One stream's fused-mode state, created on first use and kept for the process, like streams. */
+typedef struct fused_state {
+  pthread_mutex_t mu;
+  tpu_stream *stream;
+  tpu_graph *graph; /* the open graph, NULL when empty */
+  atomic_int mode;  /* the stream's own tpu_eager_mode */
+} fused_state;
+
+static pthread_mutex_t states_mu = PTHREAD_MUTEX_INITIALIZER;
+static fused_state *_Atomic states[TPU_MAX_DEVICES][TPU_MAX_STREAMS];
+static atomic_int default_mode = TPU_EAGER_UNSET; /* UNSET: not read from the environment yet */
+static atomic_uint_least64_t cut_counts[TPU_CUT_COUNT];
+static atomic_uint_least64_t cut_nodes;
+
+static const char *const reason_names[TPU_CUT_COUNT] = {
+    [TPU_CUT_SYNC] = "sync",
+    [TPU_CUT_HOST_READ] = "host_read",
+    [TPU_CUT_MATERIALIZE] = "materialize",
+    [TPU_CUT_EVENT] = "event",
+    [TPU_CUT_QUERY] = "query",
+    [TPU_CUT_WAIT_STREAM] = "wait_stream",
+    [TPU_CUT_FALLBACK] = "fallback",
+    [TPU_CUT_UNDEFERRABLE] = "undeferrable",
+    [TPU_CUT_GRAPH_CAP] = "graph_cap",
+    [TPU_CUT_MODE_SWITCH] = "mode_switch",
+};
+
+static const char *const mode_names[] = {"debug", "strict", "fused"};
+
+const char *tpu_cut_reason_name(tpu_cut_reason r) {
+  return (unsigned)r < TPU_CUT_COUNT ? reason_names[r] : "invalid";
+}
+
+const char *tpu_eager_mode_name(tpu_eager_mode m) {
+  return m >= TPU_EAGER_DEBUG && m <= TPU_EAGER_FUSED ? mode_names[m] : "unset";
+}
+
+tpu_eager_mode tpu_eager_mode_parse(const char *text) {
+  for (int m = TPU_EAGER_DEBUG; text && m <= TPU_EAGER_FUSED; m++)
+    if (strcasecmp(text, mode_names[m]) == 0)
+      return (tpu_eager_mode)m;
+  return TPU_EAGER_UNSET;
+}
+
+static tpu_eager_mode mode_from_env(void) {
+  tpu_eager_mode m = tpu_eager_mode_parse(tpu_env_get("TORCH_TPU_EAGER_MODE"));
+  if (m != TPU_EAGER_UNSET)
+    return m;
+  if (tpu_env_flag("TORCH_TPU_DEFER_AND_FUSE", false))
+    return TPU_EAGER_FUSED;
+  return tpu_launch_blocking() ? TPU_EAGER_DEBUG : TPU_EAGER_STRICT;
+}
+
+tpu_eager_mode tpu_default_eager_mode(void) {
+  int m = atomic_load(&default_mode);
+  if (m == TPU_EAGER_UNSET) {
+    tpu_eager_mode env = mode_from_env();
+    int expected = TPU_EAGER_UNSET;
+    if (atomic_compare_exchange_strong(&default_mode, &expected, env))
+      tpu_set_launch_blocking(env == TPU_EAGER_DEBUG);
+    m = atomic_load(&default_mode);
+  }
+  return (tpu_eager_mode)m;
+}
+
+void tpu_set_default_eager_mode(tpu_eager_mode mode) {
+  atomic_store(&default_mode, mode);
+  tpu_set_launch_blocking(mode == TPU_EAGER_DEBUG);
+}
+
+static fused_state *state_of(tpu_stream *s) {
+  int device = tpu_stream_device(s), index = tpu_stream_index(s);
+  fused_state *st = atomic_load(&states[device][index]);
+  if (st)
+    return st;
+  pthread_mutex_lock(&states_mu);
+  st = atomic_load(&states[device][index]);
+  if (!st) {
+    st = calloc(1, sizeof *st);
+    if (st) {
+      pthread_mutex_init(&st->mu, NULL);
+      st->stream = s;
+      atomic_init(&st->mode, TPU_EAGER_UNSET);
+      atomic_store(&states[device][index], st);
+    }
+  }
+  pthread_mutex_unlock(&states_mu);
+  return st;
+}
+
+void tpu_stream_set_eager_mode(tpu_stream *s, tpu_eager_mode mode) {
+  fused_state *st = state_of(s);
+  if (st)
+    atomic_store(&st->mode, mode);
+}
+
+tpu_eager_mode tpu_stream_eager_mode(tpu_stream *s) {
+  fused_state *st = state_of(s);
+  return st ? (tpu_eager_mode)atomic_load(&st->mode) : TPU_EAGER_UNSET;
+}
+
+/* A graph may hold device buffers and host memory the call owns (a scalar operand, a staged
+ * copy); other host memory belongs to the caller only until the call returns. */
+static bool deferrable(const tpu_op_call *call) {
+  const char *begin = (const char *)call, *end = (const char *)&call->tensors[0];
+  for (int i = 0; i < call->n_inputs + call->n_outputs; i++) {
+    const char *host = call->tensors[i].host;
+    if (host && !call->cleanup && (host < begin || host >= end))
+      return false;
+  }
+  return true;
+}
+
+static tpu_status flush_state(fused_state *st, tpu_cut_reason reason);
+
+static tpu_status materialize_graph(void *ctx) {
+  return flush_state(ctx, TPU_CUT_MATERIALIZE);
+}
+
+/* Inputs must exist before the graph runs: a pending buffer of another graph is cut out of it, an
+ * unwritten one (torch.empty) gets memory. */
+static tpu_status prepare_buffers(fused_state *st, const tpu_op_call *call) {
+  for (int i = 0; i < call->n_inputs + call->n_outputs; i++) {
+    tpu_buffer *b = call->tensors[i].buf;
+    if (!b || tpu_buffer_is_live(b))
+      continue;
+    void *owner = tpu_buffer_materializer_ctx(b);
+    if (owner == st || (i >= call->n_inputs && !owner && !tpu_buffer_has_producer(b)))
+      continue;
+    tpu_status status = tpu_buffer_materialize(b);
+    if (status != TPU_OK)
+      return status;
+  }
+  return TPU_OK;
+}
+
+tpu_status tpu_fused_add(tpu_stream *s, tpu_op_call *call) {
+  if (!call)
+    return tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot allocate an op call");
+  fused_state *st = state_of(s);
+  if (!st || !deferrable(call)) {
+    tpu_status status = st ? flush_state(st, TPU_CUT_UNDEFERRABLE) : TPU_OK;
+    if (status != TPU_OK) {
+      tpu_op_call_free(call);
+      return status;
+    }
+    return tpu_op_launch(s, call);
+  }
+  tpu_status status = tpu_op_accept(tpu_stream_device(s), call);
+  if (status == TPU_OK)
+    status = prepare_buffers(st, call);
+  if (status != TPU_OK) {
+    tpu_op_call_free(call);
+    return status;
+  }
+  pthread_mutex_lock(&st->mu);
+  if (!st->graph && !(st->graph = tpu_graph_new(0))) {
+    pthread_mutex_unlock(&st->mu);
+    tpu_op_call_free(call);
+    return tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot allocate a fused graph");
+  }
+  status = tpu_graph_add(st->graph, call, 0);
+  /* Until the graph has run, memory of tensors that die stays (tpu_buffer_reader_done). */
+  for (int i = 0; status == TPU_OK && i < call->n_inputs + call->n_outputs; i++) {
+    tpu_buffer *b = call->tensors[i].buf;
+    if (!b)
+      continue;
+    tpu_buffer_add_reader(b);
+    if (i >= call->n_inputs && !tpu_buffer_is_live(b))
+      tpu_buffer_set_materializer(b, materialize_graph, st);
+  }
+  int n_nodes = st->graph->n_nodes;
+  pthread_mutex_unlock(&st->mu);
+  if (status != TPU_OK)
+    return status;
+  return n_nodes >= TPU_FUSED_MAX_NODES ? flush_state(st, TPU_CUT_GRAPH_CAP) : TPU_OK;
+}
+
+/* True when output tensor `t` writes every byte of its buffer, so the version it overwrites is
+ * dead unless a node in between reads it. */
+static bool writes_whole_buffer(const tpu_tensor *t) {
+  return t->buf && t->offset == 0 && tpu_tensor_is_contiguous(t) &&
+         (size_t)tpu_tensor_numel(t) * tpu_dtype_size(t->dtype) == tpu_buffer_nbytes(t->buf);
+}
+
+static void mark_needed(tpu_graph *g) {
+  for (int n = 0; n < g->n_nodes; n++) {
+    const tpu_op_call *c = g->nodes[n].call;
+    for (int k = 0; k < c->n_outputs; k++) {
+      const tpu_tensor *t = &c->tensors[c->n_inputs + k];
+      tpu_graph_set_needed(g, n, k, !t->buf || tpu_buffer_storage_alive(t->buf));
+      const tpu_graph_ref *prev = &g->nodes[n].refs[c->n_inputs + k];
+      if (prev->node >= 0 && writes_whole_buffer(t))
+        tpu_graph_set_needed(g, prev->node, prev->index, false);
+    }
+  }
+}
+
+typedef struct flushed {
+  tpu_graph *graph;
+  tpu_compile_entry *entry;
+} flushed;
+
+static tpu_status run_flushed(void *arg) {
+  flushed *f = arg;
+  return tpu_fuse_run(tpu_compile_entry_plan(f->entry), f->graph);
+}
+
+/* Drops what node `n` holds on its buffers (tpu_fused_add): the last holder of a buffer whose
+ * tensors died gives its memory back. */
+static void release_node(const tpu_graph *g, int n) {
+  const tpu_op_call *c = g->nodes[n].call;
+  for (int i = 0; i < c->n_inputs + c->n_outputs; i++)
+    if (c->tensors[i].buf)
+      tpu_buffer_reader_done(c->tensors[i].buf);
+}
+
+/* Releases nodes [from, n_nodes), then frees the graph. */
+static void free_cut_graph(tpu_graph *g, int from) {
+  for (int n = from; n < g->n_nodes; n++)
+    release_node(g, n);
+  tpu_graph_free(g);
+}
+
+static void done_flushed(void *arg) {
+  flushed *f = arg;
+  tpu_graph_free(f->graph);
+  if (f->entry)
+    tpu_compile_entry_release(f->entry);
+  free(f);
+}
+
+/* The memory plan, made on the submitting thread in stream order before anything queued later
+ * can ask for memory: walking the steps, each step's written outputs get memory, then each buffer
+ * the step used last whose tensors have died gives its memory back, to later steps and later
+ * work. Steps run in order, so reuse inside the graph is as safe as reuse by later work; the
+ * buffer keeps its address for the run (tpu_fuse_run locates by it). *released counts the nodes
+ * released so far. */
+static tpu_status plan_memory(const tpu_fuse_plan *plan, const tpu_graph *g, int *released) {
+  for (int s = 0; s < tpu_fuse_plan_steps(plan); s++) {
+    int first, count;
+    bool fused;
+    tpu_fuse_plan_step(plan, s, &first, &count, &fused);
+    for (int n = first; n < first + count; n++) {
+      const tpu_op_call *c = g->nodes[n].call;
+      for (int k = 0; k < c->n_outputs; k++) {
+        tpu_buffer *b = c->tensors[c->n_inputs + k].buf;
+        tpu_status st = b && tpu_fuse_plan_stores(plan, n, k) ? tpu_buffer_materialize(b) : TPU_OK;
+        if (st != TPU_OK)
+          return st;
+      }
+    }
+    for (; *released < first + count; (*released)++)
+      release_node(g, *released);
+  }
+  return TPU_OK;
+}
+
+static tpu_status flush_state(fused_state *st, tpu_cut_reason reason) {
+  pthread_mutex_lock(&st->mu);
+  tpu_graph *g = st->graph;
+  st->graph = NULL;
+  if (g)
+    for (int s = 0; s < g->n_slots; s++)
+      if (!g->slots[s].host)
+        tpu_buffer_set_materializer((tpu_buffer *)g->slots[s].key, NULL, NULL);
+  pthread_mutex_unlock(&st->mu);
+  if (!g)
+    return TPU_OK;
+  atomic_fetch_add(&cut_counts[reason], 1);
+  atomic_fetch_add(&cut_nodes, (uint64_t)g->n_nodes);
+  flushed *f = calloc(1, sizeof *f);
+  if (!f) {
+    free_cut_graph(g, 0);
+    return tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot allocate a fused graph's work");
+  }
+  f->graph = g;
+  mark_needed(g);
+  tpu_compile_cache *cache = tpu_compile_cache_global();
+  tpu_status status = cache ? tpu_compile_cache_lookup(cache, g, tpu_fuse_compile, NULL, &f->entry)
+                            : tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot create the compile cache");
+  int released = 0;
+  if (status == TPU_OK)
+    status = plan_memory(tpu_compile_entry_plan(f->entry), g, &released);
+  if (status != TPU_OK) {
+    for (int n = released; n < g->n_nodes; n++)
+      release_node(g, n);
+    done_flushed(f);
+    return status;
+  }
+  return tpu_stream_submit(st->stream, "fused graph", run_flushed, done_flushed, f);
+}
+
+tpu_status tpu_fused_flush(tpu_stream *s, tpu_cut_reason reason) {
+  fused_state *st = state_of(s);
+  return st ? flush_state(st, reason) : TPU_OK;
+}
+
+tpu_status tpu_fused_flush_device(int device, tpu_cut_reason reason) {
+  tpu_status first = TPU_OK;
+  for (int d = 0; d < TPU_MAX_DEVICES; d++) {
+    if (device >= 0 && d != device)
+      continue;
+    for (int i = 0; i < TPU_MAX_STREAMS; i++) {
+      fused_state *st = atomic_load(&states[d][i]);
+      tpu_status status = st ? flush_state(st, reason) : TPU_OK;
+      if (first == TPU_OK)
+        first = status;
+    }
+  }
+  return first;
+}
+
+int tpu_fused_pending_nodes(tpu_stream *s) {
+  fused_state *st = state_of(s);
+  if (!st)
+    return 0;
+  pthread_mutex_lock(&st->mu);
+  int n = st->graph ? st->graph->n_nodes : 0;
+  pthread_mutex_unlock(&st->mu);
+  return n;
+}
+
+char *tpu_fused_dump(tpu_stream *s, bool dot) {
+  fused_state *st = state_of(s);
+  if (!st)
+    return NULL;
+  pthread_mutex_lock(&st->mu);
+  char *text = st->graph ? tpu_graph_dump(st->graph, dot) : strdup("");
+  pthread_mutex_unlock(&st->mu);
+  return text;
+}
+
+void tpu_fused_get_stats(tpu_fused_stats *stats) {
+  for (int r = 0; r < TPU_CUT_COUNT; r++)
+    stats->cuts[r] = atomic_load(&cut_counts[r]);
+  stats->nodes = atomic_load(&cut_nodes);
+}
+
+void tpu_fused_reset_stats(void) {
+  for (int r = 0; r < TPU_CUT_COUNT; r++)
+    atomic_store(&cut_counts[r], 0);
+  atomic_store(&cut_nodes, 0);
+}

@@ -1,0 +1,220 @@
+#include "graph/tpu_compile_cache.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+
+struct tpu_compile_entry {
+  atomic_int refcount; /* the cache's (while listed) plus one per caller */
+  uint64_t hash;
+  tpu_graph *key; /* structure-only clone */
+  void *plan;
+  void (*destroy)(void *);
+  tpu_compile_entry *chain;      /* next in the bucket */
+  tpu_compile_entry *newer, *older; /* LRU list */
+};
+
+struct tpu_compile_cache {
+  pthread_mutex_t mu;
+  size_t capacity, entries;
+  size_t n_buckets; /* a power of two */
+  tpu_compile_entry **buckets;
+  tpu_compile_entry *newest, *oldest;
+  tpu_compile_cache_stats stats;
+};
+
+static uint64_t now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+tpu_status tpu_compile_cache_create(size_t capacity, tpu_compile_cache **out) {
+  if (capacity < 1)
+    return tpu_error(TPU_ERR_VALUE, "a compile cache needs a capacity of at least 1");
+  tpu_compile_cache *c = calloc(1, sizeof *c);
+  size_t n = 16;
+  while (n < capacity && n < ((size_t)1 << 20))
+    n *= 2;
+  if (c)
+    c->buckets = calloc(n, sizeof *c->buckets);
+  if (!c || !c->buckets) {
+    free(c);
+    return tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot allocate a compile cache");
+  }
+  pthread_mutex_init(&c->mu, NULL);
+  c->capacity = capacity;
+  c->n_buckets = n;
+  *out = c;
+  return TPU_OK;
+}
+
+void tpu_compile_entry_release(tpu_compile_entry *e) {
+  if (atomic_fetch_sub(&e->refcount, 1) != 1)
+    return;
+  if (e->destroy)
+    e->destroy(e->plan);
+  tpu_graph_free(e->key);
+  free(e);
+}
+
+void *tpu_compile_entry_plan(const tpu_compile_entry *e) { return e->plan; }
+
+/* Unlinks an entry from its bucket and the LRU list and drops the cache's reference. */
+static void unlink_entry(tpu_compile_cache *c, tpu_compile_entry *e) {
+  tpu_compile_entry **p = &c->buckets[e->hash & (c->n_buckets - 1)];
+  while (*p != e)
+    p = &(*p)->chain;
+  *p = e->chain;
+  if (e->newer)
+    e->newer->older = e->older;
+  else
+    c->newest = e->older;
+  if (e->older)
+    e->older->newer = e->newer;
+  else
+    c->oldest = e->newer;
+  c->entries--;
+  tpu_compile_entry_release(e);
+}
+
+static void make_newest(tpu_compile_cache *c, tpu_compile_entry *e) {
+  if (c->newest == e)
+    return;
+  if (e->newer || e->older || c->oldest == e) { /* listed: unlink from the LRU list first */
+    if (e->newer)
+      e->newer->older = e->older;
+    if (e->older)
+      e->older->newer = e->newer;
+    else
+      c->oldest = e->newer;
+  }
+  e->newer = NULL;
+  e->older = c->newest;
+  if (c->newest)
+    c->newest->newer = e;
+  c->newest = e;
+  if (!c->oldest)
+    c->oldest = e;
+}
+
+/* The listed entry for `graph`, with a caller reference, or NULL. Under the lock. */
+static tpu_compile_entry *find(tpu_compile_cache *c, uint64_t hash, const tpu_graph *graph) {
+  for (tpu_compile_entry *e = c->buckets[hash & (c->n_buckets - 1)]; e; e = e->chain)
+    if (e->hash == hash && tpu_graph_equal(e->key, graph)) {
+      make_newest(c, e);
+      atomic_fetch_add(&e->refcount, 1);
+      return e;
+    }
+  return NULL;
+}
+
+/* Lists a new entry (refcount 2: the cache's and the caller's), evicting the oldest if full. */
+static void insert(tpu_compile_cache *c, tpu_compile_entry *e) {
+  while (c->entries >= c->capacity && c->oldest) {
+    unlink_entry(c, c->oldest);
+    c->stats.evictions++;
+  }
+  tpu_compile_entry **bucket = &c->buckets[e->hash & (c->n_buckets - 1)];
+  e->chain = *bucket;
+  *bucket = e;
+  make_newest(c, e);
+  c->entries++;
+}
+
+tpu_status tpu_compile_cache_lookup(tpu_compile_cache *c, const tpu_graph *graph,
+                                    tpu_compile_fn compile, void *ctx, tpu_compile_entry **out) {
+  uint64_t t0 = now_us();
+  uint64_t hash = tpu_graph_hash(graph);
+  pthread_mutex_lock(&c->mu);
+  tpu_compile_entry *e = find(c, hash, graph);
+  if (e)
+    c->stats.hits++;
+  else
+    c->stats.misses++;
+  c->stats.plan_us += now_us() - t0;
+  pthread_mutex_unlock(&c->mu);
+  if (e) {
+    *out = e;
+    return TPU_OK;
+  }
+  /* Compile outside the lock: other structures keep hitting meanwhile. */
+  e = calloc(1, sizeof *e);
+  tpu_graph *key = e ? tpu_graph_clone_structure(graph) : NULL;
+  if (!key) {
+    free(e);
+    return tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot allocate a compile cache entry");
+  }
+  uint64_t t1 = now_us();
+  tpu_status st = compile(graph, ctx, &e->plan, &e->destroy);
+  uint64_t t2 = now_us();
+  if (st != TPU_OK) {
+    tpu_graph_free(key);
+    free(e);
+    return st;
+  }
+  atomic_init(&e->refcount, 2);
+  e->hash = hash;
+  e->key = key;
+  pthread_mutex_lock(&c->mu);
+  c->stats.compiles++;
+  c->stats.compile_us += t2 - t1;
+  tpu_compile_entry *raced = find(c, hash, graph);
+  if (raced) {
+    atomic_store(&e->refcount, 1);
+  } else {
+    insert(c, e);
+  }
+  c->stats.plan_us += now_us() - t2;
+  pthread_mutex_unlock(&c->mu);
+  if (raced) {
+    tpu_compile_entry_release(e);
+    e = raced;
+  }
+  *out = e;
+  return TPU_OK;
+}
+
+void tpu_compile_cache_clear(tpu_compile_cache *c) {
+  pthread_mutex_lock(&c->mu);
+  while (c->oldest)
+    unlink_entry(c, c->oldest);
+  pthread_mutex_unlock(&c->mu);
+}
+
+void tpu_compile_cache_destroy(tpu_compile_cache *c) {
+  if (!c)
+    return;
+  tpu_compile_cache_clear(c);
+  pthread_mutex_destroy(&c->mu);
+  free(c->buckets);
+  free(c);
+}
+
+void tpu_compile_cache_get_stats(tpu_compile_cache *c, tpu_compile_cache_stats *stats) {
+  pthread_mutex_lock(&c->mu);
+  *stats = c->stats;
+  stats->entries = c->entries;
+  stats->capacity = c->capacity;
+  pthread_mutex_unlock(&c->mu);
+}
+
+void tpu_compile_cache_reset_stats(tpu_compile_cache *c) {
+  pthread_mutex_lock(&c->mu);
+  c->stats = (tpu_compile_cache_stats){0};
+  pthread_mutex_unlock(&c->mu);
+}
+
+static tpu_compile_cache *global_cache;
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+
+static void create_global(void) {
+  if (tpu_compile_cache_create(TPU_COMPILE_CACHE_CAPACITY, &global_cache) != TPU_OK)
+    global_cache = NULL;
+}
+
+tpu_compile_cache *tpu_compile_cache_global(void) {
+  pthread_once(&global_once, create_global);
+  return global_cache;
+}

@@ -1,0 +1,149 @@
+/* Fused eager mode: calls recorded in a stream's open graph, cut by a read of a pending result,
+ * dead intermediates never given memory, cut reasons counted, the graph-size cap, calls that
+ * cannot wait, and the mode names. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/tpu_fused.h"
+#include "mem/tpu_allocator.h"
+#include "tensor/tpu_buffer.h"
+#include "tpu_test.h"
+
+#define N 4096
+
+static tpu_tensor view(tpu_buffer *buf, void *host) {
+  tpu_tensor t = {.buf = buf, .host = host, .dtype = TPU_FLOAT32, .ndim = 1};
+  t.sizes[0] = N;
+  t.strides[0] = 1;
+  return t;
+}
+
+/* out = a + b (alpha 1), recorded in the stream's graph. */
+static tpu_status add(tpu_stream *s, tpu_buffer *a, tpu_buffer *b, tpu_buffer *out) {
+  tpu_op_call *call = tpu_op_call_new(TPU_OP_ADD, 2, 1);
+  call->tensors[0] = view(a, NULL);
+  call->tensors[1] = view(b, NULL);
+  call->tensors[2] = view(out, NULL);
+  call->compute = TPU_FLOAT32;
+  call->scalars[0].f = 1.0;
+  return tpu_fused_add(s, call);
+}
+
+static tpu_buffer *pending(void) {
+  tpu_buffer *b = NULL;
+  CHECK_OK(tpu_buffer_create_pending(0, 0, N * sizeof(float), &b));
+  return b;
+}
+
+static tpu_buffer *ones(tpu_stream *s) {
+  tpu_buffer *b = NULL;
+  CHECK_OK(tpu_buffer_create(0, 0, N * sizeof(float), &b));
+  tpu_op_call *call = tpu_op_call_new(TPU_OP_FILL, 0, 1);
+  call->tensors[0] = view(b, NULL);
+  call->scalars[0].f = 1.0;
+  CHECK_OK(tpu_op_launch(s, call));
+  return b;
+}
+
+/* A synchronous copy to the host: reads (materializes) `b`. */
+static tpu_status read_back(tpu_stream *s, tpu_buffer *b, float *out) {
+  tpu_op_call *call = tpu_op_call_new(TPU_OP_COPY, 1, 1);
+  call->tensors[0] = view(b, NULL);
+  call->tensors[1] = view(NULL, out);
+  return tpu_op_launch_sync(s, call);
+}
+
+static int64_t peak_allocated(void) {
+  tpu_mem_stats stats;
+  tpu_mem_get_stats(0, &stats);
+  return stats.allocated_bytes[TPU_POOL_ALL].peak;
+}
+
+static void test_dead_intermediates_never_get_memory(void) {
+  tpu_stream *s = tpu_stream_get(0, 0);
+  tpu_buffer *x = ones(s);
+  CHECK_OK(tpu_stream_synchronize(s));
+  tpu_mem_reset_peak(0);
+  int64_t base = peak_allocated();
+  tpu_fused_reset_stats();
+  tpu_buffer *y = pending(), *z = pending(), *w = pending();
+  CHECK_OK(add(s, x, x, y));
+  CHECK_OK(add(s, y, x, z));
+  CHECK_OK(add(s, z, z, w));
+  CHECK(tpu_fused_pending_nodes(s) == 3);
+  CHECK(!tpu_buffer_is_live(w));
+  char *text = tpu_fused_dump(s, false);
+  CHECK(text && strstr(text, "add") != NULL);
+  free(text);
+  tpu_buffer_release_storage(y);
+  tpu_buffer_release_storage(z);
+  float out[N];
+  CHECK_OK(read_back(s, w, out));
+  CHECK(out[0] == 6.0f && out[N - 1] == 6.0f);
+  CHECK(tpu_fused_pending_nodes(s) == 0);
+  CHECK(peak_allocated() - base == (int64_t)(N * sizeof(float)));
+  tpu_fused_stats stats;
+  tpu_fused_get_stats(&stats);
+  CHECK(stats.cuts[TPU_CUT_MATERIALIZE] == 1 && stats.nodes == 3);
+  tpu_buffer_release_storage(w);
+  tpu_buffer_release_storage(x);
+}
+
+static void test_graph_cap_and_undeferrable_calls(void) {
+  tpu_stream *s = tpu_stream_get(0, 0);
+  tpu_fused_reset_stats();
+  tpu_buffer *x = ones(s);
+  for (int i = 0; i < TPU_FUSED_MAX_NODES + 10; i++)
+    CHECK_OK(add(s, x, x, x)); /* in place: x doubles */
+  CHECK(tpu_fused_pending_nodes(s) == 10);
+  /* A copy into host memory the call does not own cannot wait in a graph. */
+  float out[N];
+  tpu_op_call *call = tpu_op_call_new(TPU_OP_COPY, 1, 1);
+  call->tensors[0] = view(x, NULL);
+  call->tensors[1] = view(NULL, out);
+  CHECK_OK(tpu_fused_add(s, call));
+  CHECK_OK(tpu_stream_synchronize(s));
+  CHECK(out[0] > 3e38f); /* 2^522 overflows float32: inf */
+  tpu_fused_stats stats;
+  tpu_fused_get_stats(&stats);
+  CHECK(stats.cuts[TPU_CUT_GRAPH_CAP] == 1 && stats.cuts[TPU_CUT_UNDEFERRABLE] == 1);
+  CHECK(stats.nodes == TPU_FUSED_MAX_NODES + 10);
+  tpu_buffer_release_storage(x);
+}
+
+static void test_small_in_place_chain(void) {
+  tpu_stream *s = tpu_stream_get(0, 0);
+  tpu_buffer *x = ones(s);
+  for (int i = 0; i < 5; i++)
+    CHECK_OK(add(s, x, x, x));
+  CHECK_OK(tpu_fused_flush(s, TPU_CUT_SYNC));
+  float out[N];
+  CHECK_OK(read_back(s, x, out));
+  CHECK(out[0] == 32.0f && out[N - 1] == 32.0f);
+  tpu_buffer_release_storage(x);
+}
+
+static void test_modes(void) {
+  CHECK(tpu_eager_mode_parse("fused") == TPU_EAGER_FUSED);
+  CHECK(tpu_eager_mode_parse("Debug") == TPU_EAGER_DEBUG);
+  CHECK(tpu_eager_mode_parse("lazy") == TPU_EAGER_UNSET);
+  CHECK(strcmp(tpu_eager_mode_name(TPU_EAGER_STRICT), "strict") == 0);
+  CHECK(strcmp(tpu_cut_reason_name(TPU_CUT_HOST_READ), "host_read") == 0);
+  tpu_stream *s = tpu_stream_get(0, 1);
+  CHECK(tpu_stream_eager_mode(s) == TPU_EAGER_UNSET);
+  tpu_stream_set_eager_mode(s, TPU_EAGER_FUSED);
+  CHECK(tpu_stream_eager_mode(s) == TPU_EAGER_FUSED);
+  CHECK(tpu_default_eager_mode() == TPU_EAGER_STRICT);
+  tpu_set_default_eager_mode(TPU_EAGER_DEBUG);
+  CHECK(tpu_launch_blocking());
+  tpu_set_default_eager_mode(TPU_EAGER_STRICT);
+  CHECK(!tpu_launch_blocking());
+}
+
+int main(void) {
+  RUN_TEST(test_dead_intermediates_never_get_memory);
+  RUN_TEST(test_graph_cap_and_undeferrable_calls);
+  RUN_TEST(test_small_in_place_chain);
+  RUN_TEST(test_modes);
+  TEST_MAIN_END();
+}

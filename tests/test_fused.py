@@ -1,0 +1,254 @@
+"""Fused eager mode (DeferAndFuse): the mode API, cut reasons, the compile cache on a repeated
+training step, memory never given to dead intermediates, and fused == strict on bench's GPT."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+
+import pytest
+import torch
+
+from bench.models import MODELS, build_model
+from tests._subprocess_helpers import run_python
+
+DEV = "tpu"
+
+
+@pytest.fixture
+def fused() -> Iterator[None]:
+    torch.tpu.synchronize()
+    with torch.tpu.eager_mode("fused"):
+        torch.tpu.reset_fused_stats()
+        yield
+        torch.tpu.synchronize()
+
+
+def cuts() -> dict[str, int]:
+    return torch.tpu.fused_stats()["flushes"]
+
+
+def test_mode_api_nesting_restores() -> None:
+    assert torch.tpu.get_eager_mode() == "strict"
+    with torch.tpu.eager_mode("fused"):
+        assert torch.tpu.get_eager_mode() == "fused"
+        with torch.tpu.eager_mode("debug"):
+            assert torch.tpu.get_eager_mode() == "debug"
+            assert torch_tpu_launch_blocking()
+        assert torch.tpu.get_eager_mode() == "fused"
+        assert not torch_tpu_launch_blocking()
+    assert torch.tpu.get_eager_mode() == "strict"
+    with pytest.raises(ValueError, match="eager mode"):
+        torch.tpu.set_eager_mode("lazy")
+    with pytest.raises(ValueError, match="eager mode"), torch.tpu.eager_mode("eager"):
+        pass
+
+
+def torch_tpu_launch_blocking() -> bool:
+    import torch_tpu
+
+    return torch_tpu._C._launch_blocking()
+
+
+def test_mode_is_thread_local() -> None:
+    seen: list[str] = []
+    with torch.tpu.eager_mode("fused"):
+        t = threading.Thread(target=lambda: seen.append(torch.tpu.get_eager_mode()))
+        t.start()
+        t.join()
+        assert torch.tpu.get_eager_mode() == "fused"
+    assert seen == ["strict"]
+
+
+def test_set_eager_mode_is_process_wide() -> None:
+    torch.tpu.set_eager_mode("fused")
+    try:
+        seen: list[str] = []
+        t = threading.Thread(target=lambda: seen.append(torch.tpu.get_eager_mode()))
+        t.start()
+        t.join()
+        assert seen == ["fused"]
+    finally:
+        torch.tpu.set_eager_mode("strict")
+
+
+@pytest.mark.parametrize(
+    ("env", "mode"),
+    [
+        ({"TORCH_TPU_EAGER_MODE": "fused"}, "fused"),
+        ({"TORCH_TPU_EAGER_MODE": "debug"}, "debug"),
+        ({"TORCH_TPU_DEFER_AND_FUSE": "1"}, "fused"),
+        ({"TORCH_TPU_LAUNCH_BLOCKING": "1"}, "debug"),
+        ({"TORCH_TPU_EAGER_MODE": "strict", "TORCH_TPU_LAUNCH_BLOCKING": "1"}, "strict"),
+    ],
+)
+def test_mode_from_environment(env: dict[str, str], mode: str) -> None:
+    code = """
+        import torch
+        x = torch.ones(8, device="tpu") * 2
+        print(torch.tpu.get_eager_mode(), torch.tpu.is_materialized(x), x.sum().item())
+    """
+    proc = run_python(code, env=env)
+    assert proc.returncode == 0, proc.stderr
+    deferred = mode == "fused"
+    assert proc.stdout.split() == [mode, str(not deferred), "16.0"]
+
+
+def test_ops_are_deferred_until_a_host_read(fused: None) -> None:
+    x = torch.arange(6, dtype=torch.float32, device=DEV)
+    torch.tpu.synchronize()
+    torch.tpu.reset_fused_stats()
+    y = (x * 2 + 1).relu()
+    assert not torch.tpu.is_materialized(y)
+    text = torch.tpu.dump_pending_graph()
+    assert "mul" in text and "add" in text
+    assert torch.tpu.dump_pending_graph(dot=True).startswith("digraph")
+    assert y.cpu().tolist() == [1.0, 3.0, 5.0, 7.0, 9.0, 11.0]
+    assert torch.tpu.is_materialized(y)
+    assert cuts() == {"host_read": 1}
+    assert torch.tpu.dump_pending_graph() == ""
+
+
+@pytest.mark.parametrize(
+    ("trigger", "reason"),
+    [
+        (lambda y: torch.tpu.synchronize(), "sync"),
+        (lambda y: torch.tpu.current_stream().synchronize(), "sync"),
+        (lambda y: y.item(), "host_read"),
+        (lambda y: torch.tpu.current_stream().query(), "query"),
+        (lambda y: torch.tpu.current_stream().record_event(), "event"),
+        (lambda y: torch.tpu.set_eager_mode("fused"), "mode_switch"),
+        (lambda y: torch.ops.aten.cummax(y, 0), "fallback"),
+    ],
+)
+def test_cut_reasons(fused: None, trigger: Callable[[torch.Tensor], object], reason: str) -> None:
+    x = torch.ones(1, device=DEV)
+    torch.tpu.synchronize()
+    torch.tpu.reset_fused_stats()
+    y = x * 3
+    try:
+        trigger(y)
+    finally:
+        torch.tpu.set_eager_mode("strict")
+    assert cuts().get(reason, 0) == 1
+    assert y.item() == 3.0
+
+
+def test_materializing_a_pending_buffer_elsewhere_cuts_the_graph(fused: None) -> None:
+    x = torch.ones(4, device=DEV)
+    torch.tpu.synchronize()
+    side = torch.tpu.Stream()
+    torch.tpu.reset_fused_stats()
+    y = x + 1
+    with torch.tpu.stream(side):
+        z = y * 2  # another stream's graph needs y live
+    assert cuts() == {"materialize": 1}
+    side.synchronize()
+    assert z.tolist() == [4.0] * 4
+
+
+def test_graph_size_cap(fused: None) -> None:
+    x = torch.zeros(4, device=DEV)
+    torch.tpu.synchronize()
+    torch.tpu.reset_fused_stats()
+    for _ in range(1100):
+        x = x + 1
+    assert cuts() == {"graph_cap": 2}
+    assert x.tolist() == [1100.0] * 4
+
+
+def test_errors_surface_at_the_sync_naming_the_op(fused: None) -> None:
+    x = torch.arange(4.0, device=DEV)
+    idx = torch.tensor([0, 7], device=DEV)
+    y = x.index_select(0, idx) + 1
+    with pytest.raises(RuntimeError, match="index_select"):
+        torch.tpu.synchronize()
+    with pytest.raises(RuntimeError, match="index_select"):
+        y.cpu()
+    assert (x + 1).tolist() == [1.0, 2.0, 3.0, 4.0]
+
+
+def test_dead_intermediates_never_get_memory(fused: None) -> None:
+    n = 1 << 20
+    x = torch.ones(n, device=DEV)
+    torch.tpu.synchronize()
+    torch.tpu.reset_peak_memory_stats()
+    base = torch.tpu.memory_allocated()
+    y = x
+    for _ in range(8):
+        y = y * 1.5 + 1  # two dead intermediates per step
+    total = y.sum()
+    del y
+    value = 1.0
+    for _ in range(8):
+        value = value * 1.5 + 1
+    assert total.item() == pytest.approx(n * value, rel=1e-6)
+    # Only x, the result and at most a few tiles beyond it ever had memory.
+    assert torch.tpu.max_memory_allocated() - base < 2 * 4 * n
+
+
+def test_repeated_training_step_hits_the_cache() -> None:
+    torch.manual_seed(0)
+    model = build_model("gpt-tiny", 0).to(DEV)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    gen = torch.Generator().manual_seed(0)
+    batches = [tuple(t.to(DEV) for t in MODELS["gpt-tiny"].batch(gen)) for _ in range(3)]
+    torch.tpu.synchronize()
+    with torch.tpu.eager_mode("fused"):
+        stats = []
+        for idx, targets in batches:
+            torch.tpu.reset_compile_cache_stats()
+            opt.zero_grad(set_to_none=True)
+            loss = model(idx, targets)
+            loss.backward()
+            opt.step()
+            loss.item()
+            stats.append(torch.tpu.compile_cache_stats())
+    assert stats[2]["hits"] > 0
+    assert stats[2]["compiles"] == 0
+
+
+def gpt_losses(mode: str, steps: int = 3) -> list[float]:
+    model = build_model("gpt-tiny", 0).to(DEV)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    gen = torch.Generator().manual_seed(1)
+    losses = []
+    with torch.tpu.eager_mode(mode):
+        for _ in range(steps):
+            idx, targets = (t.to(DEV) for t in MODELS["gpt-tiny"].batch(gen))
+            opt.zero_grad(set_to_none=True)
+            loss = model(idx, targets)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+    return losses
+
+
+def test_fused_matches_strict_on_gpt_training() -> None:
+    strict = gpt_losses("strict")
+    fused = gpt_losses("fused")
+    assert fused == pytest.approx(strict, rel=1e-5, abs=1e-6)
+
+
+def test_same_seed_same_random_stream_in_every_mode() -> None:
+    draws = {}
+    for mode in ("strict", "debug", "fused"):
+        with torch.tpu.eager_mode(mode):
+            torch.manual_seed(123)
+            a = torch.rand(64, device=DEV)
+            b = torch.nn.functional.dropout(torch.ones(64, device=DEV), 0.5)
+            draws[mode] = torch.cat([a, b]).cpu()
+    assert torch.equal(draws["strict"], draws["debug"])
+    assert torch.equal(draws["strict"], draws["fused"])
+
+
+def test_backward_runs_fused_on_autograd_thread() -> None:
+    x = torch.ones(64, device=DEV, requires_grad=True)
+    torch.tpu.synchronize()
+    with torch.tpu.eager_mode("fused"):
+        torch.tpu.reset_fused_stats()
+        loss = (x * 3).relu().sum()
+        loss.backward()  # on autograd's device thread, which has no thread override
+        assert not torch.tpu.is_materialized(x.grad)
+        assert x.grad.tolist() == [3.0] * 64
+    assert torch.tpu.fused_stats()["nodes"] >= 4
