@@ -19,7 +19,7 @@
 
 #define MR 12
 #define NR 32
-#define KC 512 /* k elements per block: the B micro-panel (KC x NR bf16) stays in L1/L2 */
+#define KC 1024 /* k per block: one block up to K = 1024 (no fp32 workspace pass); B micro-panel 64 KiB in L2 */
 #define MC 48 /* rows per item (an A block, MC x KC bf16 in L2): small, so threads end together */
 
 static bool disabled;
