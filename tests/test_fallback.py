@@ -81,6 +81,21 @@ def test_fallback_dtypes(dtype: torch.dtype, eager_mode: str) -> None:
         assert_same(fn(x.to(DEV)), fn(x))
 
 
+def test_debug_mode_warns_at_each_fallback(eager_mode: str) -> None:
+    a = torch.ones(3, device=DEV)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        b = torch.hypot(a, a)
+    fallback_warnings = [w for w in caught if "has no native kernel" in str(w.message)]
+    if eager_mode == "debug":
+        assert len(fallback_warnings) == 1
+        assert "aten::hypot.out" in str(fallback_warnings[0].message)
+        assert fallback_warnings[0].category is UserWarning
+    else:
+        assert fallback_warnings == []
+    assert_same(b, torch.hypot(a.cpu(), a.cpu()), exact=False)
+
+
 def test_fallback_counted() -> None:
     a = torch.ones(3, device=DEV)
     torch.tpu.synchronize()

@@ -25,6 +25,10 @@ void begin_host_fallback(const char* name) {
       enabled, "The operator '", name, "' is not currently implemented for the tpu device, and "
       "the CPU fallback is off (TORCH_TPU_CPU_FALLBACK=0).");
   tpu_op_count_fallback(name);
+  if (tpu_launch_blocking()) {
+    // Debug mode says where time goes to the host; Python shows it once per call site.
+    TORCH_WARN("tpu op '", name, "' has no native kernel: it runs on the CPU (fallback)");
+  }
   // The CPU reads and writes device tensors through synchronous copies: cut every open graph so
   // the fallback sees (and is ordered after) all work queued before it.
   check(tpu_fused_flush_device(-1, TPU_CUT_FALLBACK));
