@@ -10,6 +10,7 @@
 #include "drivers/host/kernels_matmul.h"
 #include "exec/tpu_pool.h"
 #include "tpu_test.h"
+#include "tpu_test_blas.h"
 #include "tpu_test_call.h"
 
 typedef struct problem {
@@ -284,24 +285,6 @@ static void test_half_types(void) {
   tpu_matmul_set_blas(NULL);
   check_shapes(TPU_BFLOAT16);
   check_shapes(TPU_FLOAT16);
-}
-
-/* A stand-in CBLAS sgemm with the reference semantics. */
-static int blas_calls;
-
-static void fake_sgemm(int order, int ta, int tb, int m, int n, int k, float alpha,
-                       const float *a, int lda, const float *b, int ldb, float beta, float *c,
-                       int ldc) {
-  CHECK(order == TPU_CBLAS_ROW_MAJOR);
-  blas_calls++;
-  for (int i = 0; i < m; i++)
-    for (int j = 0; j < n; j++) {
-      float s = 0;
-      for (int p = 0; p < k; p++)
-        s += (ta == TPU_CBLAS_TRANS ? a[p * lda + i] : a[i * lda + p]) *
-             (tb == TPU_CBLAS_TRANS ? b[j * ldb + p] : b[p * ldb + j]);
-      c[i * ldc + j] = alpha * s + (beta == 0 ? 0 : beta * c[i * ldc + j]);
-    }
 }
 
 static void test_blas_and_threads(void) {

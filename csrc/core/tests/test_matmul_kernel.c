@@ -10,6 +10,7 @@
 #include "drivers/host/kernels_matmul.h"
 #include "exec/tpu_pool.h"
 #include "tpu_test.h"
+#include "tpu_test_blas.h"
 #include "tpu_test_host.h"
 
 /* A [batch, rows, cols] host view with explicit element strides. */
@@ -87,25 +88,6 @@ static void test_f32_builtin(void) {
   for (int t = 0; t < 8; t++)
     check_f32_layouts(37, 29, 41, t & 1, t & 2, t & 4);
   check_f32_layouts(1, 1, 1, false, false, false);
-}
-
-/* A stand-in CBLAS sgemm: the reference semantics, counting calls and transposed operands. */
-static int blas_calls, blas_transposes;
-
-static void fake_sgemm(int order, int ta, int tb, int m, int n, int k, float alpha,
-                       const float *a, int lda, const float *b, int ldb, float beta, float *c,
-                       int ldc) {
-  CHECK(order == TPU_CBLAS_ROW_MAJOR);
-  blas_calls++;
-  blas_transposes += (ta == TPU_CBLAS_TRANS) + (tb == TPU_CBLAS_TRANS);
-  for (int i = 0; i < m; i++)
-    for (int j = 0; j < n; j++) {
-      float s = 0;
-      for (int p = 0; p < k; p++)
-        s += (ta == TPU_CBLAS_TRANS ? a[p * lda + i] : a[i * lda + p]) *
-             (tb == TPU_CBLAS_TRANS ? b[j * ldb + p] : b[p * ldb + j]);
-      c[i * ldc + j] = alpha * s + (beta == 0 ? 0 : beta * c[i * ldc + j]);
-    }
 }
 
 static void test_blas_dispatch(void) {

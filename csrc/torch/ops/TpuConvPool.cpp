@@ -109,7 +109,7 @@ std::tuple<at::Tensor&, at::Tensor&> max_pool2d_out(const at::Tensor& self, at::
 std::tuple<at::Tensor, at::Tensor> max_pool2d(const at::Tensor& self, at::IntArrayRef k,
                                               at::IntArrayRef s, at::IntArrayRef pad,
                                               at::IntArrayRef dil, bool ceil_mode) {
-  Allocating<at::meta::structured_max_pool2d_with_indices, 2> op;
+  Functional<at::meta::structured_max_pool2d_with_indices, 2> op;
   op.meta(self, k, s, pad, dil, ceil_mode);
   check_dtype(self, "max_pool2d", true);
   run(TPU_OP_POOL, pool_of(2, k, s, pad, dil, TPU_POOL_MAX), 2, {self},
@@ -132,7 +132,7 @@ at::Tensor& max_pool2d_backward_out(const at::Tensor& grad, const at::Tensor& se
 at::Tensor max_pool2d_backward(const at::Tensor& grad, const at::Tensor& self, at::IntArrayRef k,
                                at::IntArrayRef s, at::IntArrayRef pad, at::IntArrayRef dil,
                                bool ceil_mode, const at::Tensor& indices) {
-  Allocating<at::meta::structured_max_pool2d_with_indices_backward> op;
+  Functional<at::meta::structured_max_pool2d_with_indices_backward> op;
   op.meta(grad, self, k, s, pad, dil, ceil_mode, indices);
   check_dtype(self, "max_pool2d_with_indices_backward", false);
   run(TPU_OP_POOL_BACKWARD, pool_of(2, k, s, pad, dil, TPU_POOL_MAX), 2, {grad, indices},
@@ -246,7 +246,7 @@ Pool avg_pool(size_t n, at::IntArrayRef k, at::IntArrayRef s, at::IntArrayRef pa
   at::Tensor avg_pool##N##d(const at::Tensor& self, at::IntArrayRef k, at::IntArrayRef s,        \
                             at::IntArrayRef pad, bool ceil_mode, bool count_include_pad,         \
                             std::optional<int64_t> divisor) {                                    \
-    Allocating<at::meta::structured_avg_pool##N##d> op;                                          \
+    Functional<at::meta::structured_avg_pool##N##d> op;                                          \
     op.meta(self, k, s, pad, ceil_mode, count_include_pad, divisor);                             \
     TORCH_CHECK_NOT_IMPLEMENTED(                                                                 \
         is_conv_float(self.scalar_type()) || self.scalar_type() == at::kLong,                    \
@@ -270,7 +270,7 @@ Pool avg_pool(size_t n, at::IntArrayRef k, at::IntArrayRef s, at::IntArrayRef pa
                                      at::IntArrayRef k, at::IntArrayRef s, at::IntArrayRef pad,  \
                                      bool ceil_mode, bool count_include_pad,                     \
                                      std::optional<int64_t> divisor) {                           \
-    Allocating<at::meta::structured_avg_pool##N##d_backward> op;                                 \
+    Functional<at::meta::structured_avg_pool##N##d_backward> op;                                 \
     op.meta(grad, self, k, s, pad, ceil_mode, count_include_pad, divisor);                       \
     check_dtype(self, "avg_pool" #N "d_backward_out_frame", false);                              \
     run(TPU_OP_POOL_BACKWARD, avg_pool(N, k, s, pad, count_include_pad, divisor), N, {grad},     \
@@ -294,7 +294,7 @@ AVG_POOL(3)
   }                                                                                              \
   std::tuple<at::Tensor, at::Tensor> adaptive_max_pool##N##d(const at::Tensor& self,             \
                                                              at::IntArrayRef size) {             \
-    Allocating<at::meta::structured_adaptive_max_pool##N##d, 2> op;                              \
+    Functional<at::meta::structured_adaptive_max_pool##N##d, 2> op;                              \
     op.meta(self, size);                                                                         \
     check_dtype(self, "adaptive_max_pool" #N "d", false);                                        \
     run(TPU_OP_POOL, adaptive(TPU_POOL_ADAPTIVE_MAX), N, {self},                                 \
@@ -314,7 +314,7 @@ AVG_POOL(3)
   }                                                                                              \
   at::Tensor adaptive_max_pool##N##d_backward(const at::Tensor& grad, const at::Tensor& self,    \
                                               const at::Tensor& indices) {                       \
-    Allocating<at::meta::structured_adaptive_max_pool##N##d_backward> op;                        \
+    Functional<at::meta::structured_adaptive_max_pool##N##d_backward> op;                        \
     op.meta(grad, self, indices);                                                                \
     check_dtype(self, "adaptive_max_pool" #N "d_backward", false);                               \
     run(TPU_OP_POOL_BACKWARD, adaptive(TPU_POOL_ADAPTIVE_MAX), N, {grad, indices},               \

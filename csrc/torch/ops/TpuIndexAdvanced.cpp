@@ -136,7 +136,7 @@ at::Tensor& run_index(const at::Tensor& self, const IndexList& expanded, at::Ten
 
 at::Tensor index(const at::Tensor& self, const IndexList& indices) {
   IndexList expanded = expand_indices(self, indices);
-  Allocating<at::meta::structured_index_Tensor> op;
+  Functional<at::meta::structured_index_Tensor> op;
   op.meta(self, at::IOptTensorListRef(expanded));
   return run_index(self, expanded, op.outputs_[0]);
 }

@@ -3,9 +3,7 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
-#include <ATen/ops/empty.h>
 
-#include <array>
 #include <initializer_list>
 #include <vector>
 
@@ -36,27 +34,5 @@ void check_same_device(const char* name, const at::Device& device,
 
 // True when the core's kernels compute on `type` (bool through complex128).
 bool is_computable(c10::ScalarType type);
-
-// The functional form of a structured op: like ops/TpuStructured.h's Functional, except that an
-// output whose meta gives no strides is allocated with at::empty (honouring the options' memory
-// format), as PyTorch's generated wrappers do; Functional hands the empty strides to
-// empty_strided, which rejects them (gather, scatter, tril, index, nll_loss, cat... all do that).
-template <typename Meta, size_t N = 1>
-struct Allocating final : Meta {
-  void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides,
-                          at::TensorOptions options) override {
-    outputs_[i] = strides.empty() ? at::empty(sizes, options)
-                                  : at::empty_strided(sizes, strides, options);
-    detail::record_output<Meta>(*this, i, sizes, strides, options);
-  }
-  void set_output_raw_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides,
-                              at::TensorOptions options) override {
-    set_output_strided(i, sizes, strides, options);
-  }
-  const at::Tensor& maybe_get_output(int64_t i) override {
-    return outputs_[i];
-  }
-  std::array<at::Tensor, N> outputs_;
-};
 
 } // namespace torch_tpu

@@ -40,7 +40,7 @@ void run_gather(const at::Tensor& self, int64_t dim, const at::Tensor& index,
 }
 
 at::Tensor gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad) {
-  Allocating<at::meta::structured_gather> op;
+  Functional<at::meta::structured_gather> op;
   op.meta(self, dim, index, sparse_grad);
   run_gather(self, dim, index, op.outputs_[0]);
   return std::move(op.outputs_[0]);
@@ -128,7 +128,7 @@ struct ScatterForms {
   template <typename... Args>
   static at::Tensor functional(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                                Args... args) {
-    Allocating<Meta> op;
+    Functional<Meta> op;
     op.meta(self, dim, index, args...);
     copy_self(self, op.outputs_[0]);
     run_scatter(TPU_OP_SCATTER, "scatter", op.outputs_[0], dim, index, MakeSource()(args...));
@@ -237,7 +237,7 @@ void run_index_add(const at::Tensor& self, int64_t dim, const at::Tensor& index,
 
 at::Tensor index_add(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                      const at::Tensor& source, const at::Scalar& alpha) {
-  Allocating<at::meta::structured_index_add> op;
+  Functional<at::meta::structured_index_add> op;
   auto pre = op.meta(self, dim, index, source, alpha);
   run_index_add(self, pre.dim, index, source, alpha, op.outputs_[0]);
   return std::move(op.outputs_[0]);
@@ -269,7 +269,7 @@ void run_index_copy(const at::Tensor& self, int64_t dim, const at::Tensor& index
 
 at::Tensor index_copy(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                       const at::Tensor& source) {
-  Allocating<at::meta::structured_index_copy> op;
+  Functional<at::meta::structured_index_copy> op;
   auto pre = op.meta(self, dim, index, source);
   run_index_copy(self, pre.dim, index, source, op.outputs_[0]);
   return std::move(op.outputs_[0]);

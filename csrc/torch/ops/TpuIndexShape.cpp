@@ -41,7 +41,7 @@ void run_cat(const at::ITensorListRef& tensors, int64_t dim, const at::Tensor& o
 }
 
 at::Tensor cat(const at::ITensorListRef& tensors, int64_t dim) {
-  Allocating<at::meta::structured_cat> op;
+  Functional<at::meta::structured_cat> op;
   auto pre = op.meta(tensors, dim);
   run_cat(tensors, pre.dim, op.outputs_[0]);
   return std::move(op.outputs_[0]);
@@ -124,7 +124,7 @@ void run_trilu(const at::Tensor& self, int64_t diagonal, bool upper, const at::T
 template <typename Meta, bool Upper>
 struct Trilu {
   static at::Tensor functional(const at::Tensor& self, int64_t diagonal) {
-    Allocating<Meta> op;
+    Functional<Meta> op;
     op.meta(self, diagonal);
     run_trilu(self, diagonal, Upper, op.outputs_[0]);
     return std::move(op.outputs_[0]);

@@ -119,7 +119,7 @@ std::tuple<at::Tensor, at::Tensor> nll_loss_forward(const at::Tensor& self,
                                                     const at::Tensor& target,
                                                     const std::optional<at::Tensor>& weight,
                                                     int64_t reduction, int64_t ignore_index) {
-  Allocating<at::meta::structured_nll_loss_forward, 2> op;
+  Functional<at::meta::structured_nll_loss_forward, 2> op;
   op.meta(self, target, opt_ref(weight), reduction, ignore_index);
   check_target(target, true);
   run_nll(self, target, weight_of(weight), reduction, ignore_index, op.outputs_[0],
@@ -141,7 +141,7 @@ at::Tensor nll_loss_backward(const at::Tensor& grad_output, const at::Tensor& se
                              const at::Tensor& target, const std::optional<at::Tensor>& weight,
                              int64_t reduction, int64_t ignore_index,
                              const at::Tensor& total_weight) {
-  Allocating<at::meta::structured_nll_loss_backward> op;
+  Functional<at::meta::structured_nll_loss_backward> op;
   op.meta(grad_output, self, target, opt_ref(weight), reduction, ignore_index,
           total_weight);
   check_target(target, true);

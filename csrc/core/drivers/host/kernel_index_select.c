@@ -10,6 +10,7 @@
  * by index[i] slices: memcpy-speed for whole slices (embedding rows), and any layout works. */
 #include <string.h>
 
+#include "drivers/host/kernels_index_util.h"
 #include "drivers/host/kernels_internal.h"
 #include "drivers/host/tpu_iter.h"
 
@@ -50,22 +51,6 @@ GATHER_LOOP(4)
 GATHER_LOOP(8)
 GATHER_LOOP(16)
 
-/* A view's sizes and byte strides, a 0-d view read as one dimension of size 1. Strides of size-1
- * dimensions are never used and may be anything, so they become 0 rather than being multiplied. */
-static int shape_of(const tpu_tensor *t, int64_t *sizes, int64_t *byte_strides) {
-  if (t->ndim == 0) {
-    sizes[0] = 1;
-    byte_strides[0] = 0;
-    return 1;
-  }
-  int64_t elsize = (int64_t)tpu_dtype_size(t->dtype);
-  for (int d = 0; d < t->ndim; d++) {
-    sizes[d] = t->sizes[d];
-    byte_strides[d] = t->sizes[d] == 1 ? 0 : t->strides[d] * elsize;
-  }
-  return t->ndim;
-}
-
 tpu_status tpu_kernel_index_select(const tpu_op_call *call) {
   const tpu_tensor *self = &call->tensors[0], *index = &call->tensors[1], *out = &call->tensors[2];
   if (index->dtype != TPU_INT32 && index->dtype != TPU_INT64)
@@ -76,8 +61,8 @@ tpu_status tpu_kernel_index_select(const tpu_op_call *call) {
     return tpu_error(TPU_ERR_VALUE, "index_select(): output dtype or rank differs from self's");
   int64_t self_sizes[TPU_MAX_DIMS], self_strides[TPU_MAX_DIMS];
   int64_t out_sizes[TPU_MAX_DIMS], out_strides[TPU_MAX_DIMS];
-  int ndim = shape_of(self, self_sizes, self_strides);
-  shape_of(out, out_sizes, out_strides);
+  int ndim = tpu_view_shape(self, self_sizes, self_strides);
+  tpu_view_shape(out, out_sizes, out_strides);
   int64_t dim = call->scalars[0].i;
   if (dim < -ndim || dim >= ndim)
     return tpu_error(TPU_ERR_INDEX, "index_select(): dimension %lld out of range for %d dimensions",
