@@ -190,13 +190,6 @@ tpu_status tpu_fused_add(tpu_stream *s, tpu_op_call *call) {
   return n_nodes >= TPU_FUSED_MAX_NODES ? flush_state(st, TPU_CUT_GRAPH_CAP) : TPU_OK;
 }
 
-/* True when output tensor `t` writes every byte of its buffer, so the version it overwrites is
- * dead unless a node in between reads it. */
-static bool writes_whole_buffer(const tpu_tensor *t) {
-  return t->buf && t->offset == 0 && tpu_tensor_is_contiguous(t) &&
-         (size_t)tpu_tensor_numel(t) * tpu_dtype_size(t->dtype) == tpu_buffer_nbytes(t->buf);
-}
-
 static void mark_needed(tpu_graph *g) {
   for (int n = 0; n < g->n_nodes; n++) {
     const tpu_op_call *c = g->nodes[n].call;
@@ -204,7 +197,9 @@ static void mark_needed(tpu_graph *g) {
       const tpu_tensor *t = &c->tensors[c->n_inputs + k];
       tpu_graph_set_needed(g, n, k, !t->buf || tpu_buffer_storage_alive(t->buf));
       const tpu_graph_ref *prev = &g->nodes[n].refs[c->n_inputs + k];
-      if (prev->node >= 0 && writes_whole_buffer(t))
+      /* Writing every byte of the buffer kills the version it overwrites, unless a node in
+       * between reads it. */
+      if (prev->node >= 0 && tpu_tensor_covers_buffer(t))
         tpu_graph_set_needed(g, prev->node, prev->index, false);
     }
   }
@@ -244,10 +239,41 @@ static void done_flushed(void *arg) {
   free(f);
 }
 
+/* Tensors of nodes [first, end) on buffer `b`: each holds one pending reader (tpu_fused_add). */
+static int uses_in(const tpu_graph *g, int first, int end, const tpu_buffer *b) {
+  int uses = 0;
+  for (int n = first; n < end; n++) {
+    const tpu_op_call *c = g->nodes[n].call;
+    for (int i = 0; i < c->n_inputs + c->n_outputs; i++)
+      uses += c->tensors[i].buf == b;
+  }
+  return uses;
+}
+
+/* In-place reuse: gives output `out` of node n, in step s = [first, end), the memory of a buffer
+ * the step reads whose tensors died and that nothing after the step reads, when the planner says
+ * the step's kernel allows it (tpu_fuse_plan_can_alias). */
+static bool donate_to(const tpu_fuse_plan *plan, const tpu_graph *g, int s, int first, int end,
+                      int n, int out, tpu_buffer *b) {
+  for (int m = first; m < end; m++) {
+    const tpu_op_call *c = g->nodes[m].call;
+    for (int i = 0; i < c->n_inputs; i++) {
+      tpu_buffer *d = c->tensors[i].buf;
+      if (d && d != b && tpu_buffer_is_live(d) && !tpu_buffer_storage_alive(d) &&
+          tpu_buffer_nbytes(d) == tpu_buffer_nbytes(b) &&
+          tpu_buffer_pending_readers(d) == uses_in(g, first, end, d) &&
+          tpu_fuse_plan_can_alias(plan, g, s, n, out, d) && tpu_buffer_donate(d, b))
+        return true;
+    }
+  }
+  return false;
+}
+
 /* The memory plan, made on the submitting thread in stream order before anything queued later
- * can ask for memory: walking the steps, each step's written outputs get memory, then each buffer
- * the step used last whose tensors have died gives its memory back, to later steps and later
- * work. Steps run in order, so reuse inside the graph is as safe as reuse by later work; the
+ * can ask for memory: walking the steps, each step's written outputs get memory, the memory of an
+ * input read for the last time where the kernel allows (donate_to), else new memory; then each
+ * buffer the step used last whose tensors have died gives its memory back, to later steps and
+ * later work. Steps run in order, so reuse inside the graph is as safe as reuse by later work; the
  * buffer keeps its address for the run (tpu_fuse_run locates by it). *released counts the nodes
  * released so far. */
 static tpu_status plan_memory(const tpu_fuse_plan *plan, const tpu_graph *g, int *released) {
@@ -259,7 +285,10 @@ static tpu_status plan_memory(const tpu_fuse_plan *plan, const tpu_graph *g, int
       const tpu_op_call *c = g->nodes[n].call;
       for (int k = 0; k < c->n_outputs; k++) {
         tpu_buffer *b = c->tensors[c->n_inputs + k].buf;
-        tpu_status st = b && tpu_fuse_plan_stores(plan, n, k) ? tpu_buffer_materialize(b) : TPU_OK;
+        if (!b || !tpu_fuse_plan_stores(plan, n, k) || tpu_buffer_is_live(b) ||
+            donate_to(plan, g, s, first, first + count, n, k, b))
+          continue;
+        tpu_status st = tpu_buffer_materialize(b);
         if (st != TPU_OK)
           return st;
       }

@@ -162,6 +162,24 @@ tpu_status tpu_buffer_materialize(tpu_buffer *b) {
   return st;
 }
 
+int tpu_buffer_pending_readers(const tpu_buffer *b) { return atomic_load(&b->pending_readers); }
+
+bool tpu_buffer_donate(tpu_buffer *from, tpu_buffer *to) {
+  pthread_mutex_lock(&materialize_mu);
+  bool ok = from != to && atomic_load(&from->storage_released) && !atomic_load(&to->live) &&
+            !to->producer && from->device == to->device && from->stream == to->stream &&
+            from->nbytes == to->nbytes;
+  /* Taking `live` from `from` keeps maybe_return_memory from freeing what `to` now owns. */
+  bool expected = true;
+  ok = ok && atomic_compare_exchange_strong(&from->live, &expected, false);
+  if (ok) {
+    to->mem = from->mem;
+    atomic_store(&to->live, true);
+  }
+  pthread_mutex_unlock(&materialize_mu);
+  return ok;
+}
+
 void tpu_buffer_retain(tpu_buffer *b) { atomic_fetch_add(&b->refcount, 1); }
 
 void tpu_buffer_release(tpu_buffer *b) {

@@ -70,6 +70,15 @@ size_t tpu_buffer_nbytes(const tpu_buffer *buffer);
 void *tpu_buffer_identity(const tpu_buffer *buffer);
 void *tpu_buffer_memory(const tpu_buffer *buffer);
 
+/* Unlaunched deferred readers and writers of the buffer (tpu_buffer_add_reader). */
+int tpu_buffer_pending_readers(const tpu_buffer *buffer);
+
+/* Gives `to`, a pending buffer without a producer, the memory of `from`, a live buffer of the same
+ * size, device and stream whose storage died: a memory plan's in-place reuse. `from` keeps the
+ * address (its last readers still locate it) but no longer owns the memory, which goes back when
+ * `to` dies. False, changing nothing, when a condition does not hold. */
+bool tpu_buffer_donate(tpu_buffer *from, tpu_buffer *to);
+
 /* True while the buffer waits for its producer (pending and not materialized). */
 bool tpu_buffer_has_producer(const tpu_buffer *buffer);
 

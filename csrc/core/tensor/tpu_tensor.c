@@ -23,6 +23,11 @@ bool tpu_tensor_is_contiguous(const tpu_tensor *t) {
   return true;
 }
 
+bool tpu_tensor_covers_buffer(const tpu_tensor *t) {
+  return t->buf && t->offset == 0 && tpu_tensor_is_contiguous(t) &&
+         (size_t)tpu_tensor_numel(t) * tpu_dtype_size(t->dtype) == tpu_buffer_nbytes(t->buf);
+}
+
 tpu_status tpu_tensor_check(const tpu_tensor *t) {
   if ((unsigned)t->dtype >= TPU_DTYPE_COUNT)
     return tpu_error(TPU_ERR_TYPE, "invalid dtype %d", (int)t->dtype);

@@ -32,6 +32,9 @@ int64_t tpu_tensor_numel(const tpu_tensor *t);
 /* True when the elements are dense in row-major order. */
 bool tpu_tensor_is_contiguous(const tpu_tensor *t);
 
+/* True for a device view that is dense from offset 0 and covers every byte of its buffer. */
+bool tpu_tensor_covers_buffer(const tpu_tensor *t);
+
 /* Validates a view: dtype, ndim <= TPU_MAX_DIMS, non-negative sizes, and (for device views) every
  * element inside the buffer. Kernels rely on it, so no view can reach memory outside its buffer. */
 tpu_status tpu_tensor_check(const tpu_tensor *t);

@@ -1,5 +1,5 @@
 /* Fused eager mode: calls recorded in a stream's open graph, cut by a read of a pending result,
- * dead intermediates never given memory, cut reasons counted, the graph-size cap, calls that
+ * dead intermediates never given memory, dead inputs' memory reused in place, cut reasons counted, the graph-size cap, calls that
  * cannot wait, and the mode names. */
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +123,25 @@ static void test_small_in_place_chain(void) {
   tpu_buffer_release_storage(x);
 }
 
+/* The output of a chain takes the memory of an input that died and that nothing reads after. */
+static void test_dead_input_memory_is_reused(void) {
+  tpu_stream *s = tpu_stream_get(0, 0);
+  tpu_buffer *x = ones(s);
+  CHECK_OK(tpu_stream_synchronize(s));
+  tpu_mem_reset_peak(0);
+  int64_t base = peak_allocated();
+  tpu_buffer *y = pending(), *z = pending();
+  CHECK_OK(add(s, x, x, y));
+  CHECK_OK(add(s, y, y, z));
+  tpu_buffer_release_storage(x);
+  tpu_buffer_release_storage(y);
+  float out[N];
+  CHECK_OK(read_back(s, z, out));
+  CHECK(out[0] == 4.0f && out[N - 1] == 4.0f);
+  CHECK(peak_allocated() == base);
+  tpu_buffer_release_storage(z);
+}
+
 static void test_modes(void) {
   CHECK(tpu_eager_mode_parse("fused") == TPU_EAGER_FUSED);
   CHECK(tpu_eager_mode_parse("Debug") == TPU_EAGER_DEBUG);
@@ -144,6 +163,7 @@ int main(void) {
   RUN_TEST(test_dead_intermediates_never_get_memory);
   RUN_TEST(test_graph_cap_and_undeferrable_calls);
   RUN_TEST(test_small_in_place_chain);
+  RUN_TEST(test_dead_input_memory_is_reused);
   RUN_TEST(test_modes);
   TEST_MAIN_END();
 }

@@ -26,6 +26,8 @@
 
 #include "drivers/host/kernels_index_util.h"
 #include "drivers/host/kernels_internal.h"
+#include "drivers/host/kernels_norm.h"
+#include "drivers/host/tpu_host_kernels.h"
 #include "exec/tpu_pool.h"
 
 enum { REDUCE_NONE = 0, REDUCE_MEAN = 1, REDUCE_SUM = 2 };
@@ -235,6 +237,66 @@ tpu_status tpu_kernel_nll_loss_backward(const tpu_op_call *call) {
   tpu_zero_fill(gi);
   tpu_parallel_for(l.N * l.S, TPU_ITER_GRAIN, nll_backward_range, &l);
   return atomic_load(&l.bad) ? nll_target_error(&l) : TPU_OK;
+}
+
+typedef struct ce_rows {
+  nll l;
+  const tpu_tensor *y, *gi;
+  rk_class cls;
+} ce_rows;
+
+static void ce_backward_range(int64_t begin, int64_t end, int chunk, void *arg) {
+  (void)chunk;
+  ce_rows *ce = arg;
+  nll *l = &ce->l;
+  tpu_dtype dt = ce->gi->dtype;
+  int64_t C = l->C, el = (int64_t)tpu_dtype_size(dt);
+  for (int64_t n = begin; n < end; n++) {
+    int64_t cls = nll_class(l, n);
+    double g = 0;
+    if (cls >= 0)
+      g = tpu_real_round(dt, nll_weight(l, cls) *
+                                 (l->reduction == REDUCE_NONE
+                                      ? -tpu_real_load(at2(l->grad_output, n, 0), dt)
+                                      : l->scale));
+    const char *y = (const char *)tpu_tensor_data(ce->y) + n * C * el;
+    char *gi = (char *)tpu_tensor_data(ce->gi) + n * C * el;
+    /* As log_softmax_backward computes g - exp(y) * sum(g), with one nonzero g per row. */
+    nk_exp_store(ce->cls, gi, y, C, 0);
+    nk_scale(ce->cls, gi, C, -g);
+    if (cls >= 0)
+      tpu_real_store(gi + cls * el, dt, tpu_real_load(gi + cls * el, dt) + g);
+  }
+}
+
+tpu_status tpu_kernel_nll_log_softmax_backward(const tpu_op_call *nll_call,
+                                               const tpu_op_call *lsm) {
+  ce_rows ce = {.y = &lsm->tensors[1], .gi = &lsm->tensors[2]};
+  nll *l = &ce.l;
+  int reduction = (int)nll_call->scalars[0].i;
+  const tpu_tensor *go = &nll_call->tensors[0], *total = &nll_call->tensors[2];
+  const tpu_tensor *weight = nll_call->n_inputs == 4 ? &nll_call->tensors[3] : NULL;
+  const tpu_tensor *g3 = &nll_call->tensors[nll_call->n_inputs];
+  tpu_status st = nll_setup(l, g3, &nll_call->tensors[1], weight, reduction);
+  if (st != TPU_OK)
+    return st;
+  tpu_dtype dt = ce.gi->dtype;
+  bool none = reduction == REDUCE_NONE;
+  if (l->S != 1 || ce.y->dtype != dt || g3->dtype != dt || go->dtype != dt ||
+      total->dtype != dt || (dt != TPU_FLOAT32 && dt != TPU_FLOAT64) ||
+      (none ? go->ndim != 2 || go->sizes[0] != l->N : go->ndim != 0))
+    return tpu_error(TPU_ERR_VALUE, "nll_loss_backward: malformed cross-entropy pair");
+  l->ignore = nll_call->scalars[1].i;
+  l->grad_output = go;
+  if (!none) {
+    double g = tpu_real_load(tpu_tensor_data(go), dt);
+    double tw = tpu_real_load(tpu_tensor_data(total), dt);
+    l->scale = -(reduction == REDUCE_MEAN ? tpu_real_round(dt, g / tw) : g);
+  }
+  ce.cls = nk_class(dt);
+  int64_t grain = l->C > 0 ? TPU_ITER_GRAIN / l->C : 1;
+  tpu_parallel_for(l->N, grain > 1 ? grain : 1, ce_backward_range, &ce);
+  return atomic_load(&l->bad) ? nll_target_error(l) : TPU_OK;
 }
 
 /* ---- mse_loss ---------------------------------------------------------------------------- */

@@ -7,7 +7,10 @@
  * output's (a bias, read periodically). Any other node (an input broadcast along inner dimensions
  * or strided, another op family, a view of an earlier result the group cannot read tile by tile, a
  * partial overlap between the group's reads and writes of one buffer) ends the group and runs as a
- * single kernel through tpu_host_kernel, as does a group of one node.
+ * single kernel through tpu_host_kernel, as does a group of one node. One pattern of two nodes is a
+ * step of its own: nll_loss_backward followed by the log_softmax_backward that alone reads its
+ * result (cross-entropy's backward) runs as one row kernel, so the mostly-zero gradient of the
+ * log-probabilities never exists.
  *
  * A fused step runs tile by tile (TPU_FUSE_TILE elements) with tiles split over the thread pool:
  * for each tile every node's inner loop (the engine's own tpu_ew_loop) runs on tile pointers, with
@@ -53,6 +56,13 @@ tpu_status tpu_fuse_run(const tpu_fuse_plan *plan, const tpu_graph *graph);
  * fused; for tests and the graph dump. */
 int tpu_fuse_plan_steps(const tpu_fuse_plan *plan);
 void tpu_fuse_plan_step(const tpu_fuse_plan *plan, int i, int *first, int *count, bool *fused);
+
+/* True when output `out` of node `node` (in step `step`) may be written into the memory of
+ * `donor`, a buffer the step reads and nothing reads after it: every read of it in the step sees
+ * each element before the output's element at the same place is written. Buffer states (liveness,
+ * last use) are the caller's to check. */
+bool tpu_fuse_plan_can_alias(const tpu_fuse_plan *plan, const tpu_graph *graph, int step,
+                             int node, int out, const tpu_buffer *donor);
 
 /* True when output `out` of node `node` is written to memory by the plan. */
 bool tpu_fuse_plan_stores(const tpu_fuse_plan *plan, int node, int out);

@@ -55,8 +55,9 @@ typedef struct fz_group {
 
 typedef struct fz_step {
   int first, count;
-  bool skip;       /* a dead node: nothing reads or needs its outputs */
-  fz_group *group; /* NULL: a single kernel */
+  bool skip;          /* a dead node: nothing reads or needs its outputs */
+  bool cross_entropy; /* nll_loss_backward then log_softmax_backward as one row kernel */
+  fz_group *group;    /* NULL: a single kernel (or the cross-entropy pair) */
 } fz_step;
 
 struct tpu_fuse_plan {
@@ -68,5 +69,9 @@ struct tpu_fuse_plan {
 
 /* The engine's op table of `op`, or NULL for ops outside the elementwise family. */
 const tpu_ew_op *tpu_fuse_ew_op(tpu_op_id op);
+
+/* True when nodes n and n + 1 are nll_loss_backward and the log_softmax_backward that alone reads
+ * its result, in the dense float layout the fused row kernel handles. */
+bool tpu_fuse_cross_entropy_pair(const tpu_graph *graph, int n);
 
 #endif

@@ -146,10 +146,47 @@ static int64_t out_numel(const tpu_graph *g, int n) {
  * memory), which keeps each thread's tile scratch bounded. */
 #define FZ_MAX_GROUP 32
 
-/* Cuts the nodes into steps: maximal fusable runs, everything else one node per step. */
+static bool dense_2d(const tpu_tensor *t, tpu_dtype dtype) {
+  return t->dtype == dtype && t->ndim == 2 && t->offset == 0 && tpu_tensor_is_contiguous(t);
+}
+
+bool tpu_fuse_cross_entropy_pair(const tpu_graph *g, int n) {
+  if (n + 1 >= g->n_nodes || g->nodes[n].call->op != TPU_OP_NLL_LOSS_BACKWARD ||
+      g->nodes[n + 1].call->op != TPU_OP_LOG_SOFTMAX_BACKWARD)
+    return false;
+  const tpu_op_call *nll = g->nodes[n].call, *lsm = g->nodes[n + 1].call;
+  const tpu_graph_ref *grad = &g->nodes[n + 1].refs[0];
+  const tpu_tensor *g3 = &nll->tensors[nll->n_inputs], *y = &lsm->tensors[1];
+  tpu_dtype dt = y->dtype;
+  if (grad->node != n || grad->index != 0 || g->nodes[n].refs[nll->n_inputs].needed ||
+      (dt != TPU_FLOAT32 && dt != TPU_FLOAT64) || lsm->scalars[0].i != 1 ||
+      !dense_2d(&lsm->tensors[0], dt) || !dense_2d(y, dt) || !dense_2d(&lsm->tensors[2], dt) ||
+      g3->ndim != 3 || g3->sizes[2] != 1 || g3->dtype != dt)
+    return false;
+  for (int d = 0; d < 2; d++)
+    if (y->sizes[d] != g3->sizes[d] || lsm->tensors[0].sizes[d] != g3->sizes[d] ||
+        lsm->tensors[2].sizes[d] != g3->sizes[d])
+      return false;
+  /* Nothing else may read the gradient the pair never writes. */
+  for (int m = n + 2; m < g->n_nodes; m++) {
+    const tpu_op_call *c = g->nodes[m].call;
+    for (int i = 0; i < c->n_inputs + c->n_outputs; i++)
+      if (g->nodes[m].refs[i].node == n)
+        return false;
+  }
+  return true;
+}
+
+/* Cuts the nodes into steps: maximal fusable runs, the cross-entropy pair, everything else one
+ * node per step. */
 static int partition(const tpu_graph *g, fz_step *steps) {
   int n_steps = 0;
   for (int i = 0; i < g->n_nodes;) {
+    if (tpu_fuse_cross_entropy_pair(g, i)) {
+      steps[n_steps++] = (fz_step){.first = i, .count = 2, .cross_entropy = true};
+      i += 2;
+      continue;
+    }
     int count = 1;
     view_set views = {0};
     if (eligible(g, i) && joins(g, i, i, &views))
@@ -191,7 +228,9 @@ static bool plan_stores(const tpu_graph *g, tpu_fuse_plan *p, const int *step_of
       for (int k = 0; k < g->nodes[n].call->n_outputs; k++) {
         int f = p->out_base[n] + k;
         bool needed = g->nodes[n].refs[g->nodes[n].call->n_inputs + k].needed;
-        p->stores[f] = !fused || needed || read_outside[f];
+        /* The cross-entropy pair writes its last output whatever happens to it. */
+        p->stores[f] = !fused || needed || read_outside[f] ||
+                       (st->cross_entropy && n == st->first + 1);
         live |= needed || read_any[f];
       }
     st->skip = !fused && !live;
@@ -302,7 +341,7 @@ tpu_status tpu_fuse_plan_create(const tpu_graph *g, tpu_fuse_plan **out) {
     ok = plan_stores(g, p, step_of);
   }
   for (int s = 0; ok && s < p->n_steps; s++)
-    if (p->steps[s].count > 1)
+    if (p->steps[s].count > 1 && !p->steps[s].cross_entropy)
       ok = (p->steps[s].group = plan_group(g, &p->steps[s], value_of, p)) != NULL;
   free(step_of);
   free(value_of);

@@ -235,6 +235,20 @@ static tpu_status run_single(const tpu_op_call *c) {
   return kernel(c);
 }
 
+/* The cross-entropy pair (tpu_fuse.h): every tensor but the gradient between the two nodes. */
+static tpu_status run_cross_entropy(const tpu_op_call *nll, const tpu_op_call *lsm) {
+  char *data;
+  for (int i = 0; i < nll->n_inputs; i++) {
+    tpu_status st = locate(&nll->tensors[i], false, &data);
+    if (st != TPU_OK)
+      return st;
+  }
+  tpu_status st = locate(&lsm->tensors[1], false, &data);
+  if (st == TPU_OK)
+    st = locate(&lsm->tensors[2], true, &data);
+  return st == TPU_OK ? tpu_kernel_nll_log_softmax_backward(nll, lsm) : st;
+}
+
 /* Marks the device outputs of nodes [first, end) invalid: `op` failed with `message`. */
 static void poison_outputs(const tpu_graph *g, int first, int end, const char *op,
                            const char *message) {
@@ -271,8 +285,13 @@ tpu_status tpu_fuse_run(const tpu_fuse_plan *p, const tpu_graph *g) {
     }
     if (step->skip)
       continue;
-    tpu_status st = step->group ? run_group(step->group, g, &failed)
-                                : run_single(g->nodes[step->first].call);
+    tpu_status st;
+    if (step->group)
+      st = run_group(step->group, g, &failed);
+    else if (step->cross_entropy)
+      st = run_cross_entropy(g->nodes[step->first].call, g->nodes[step->first + 1].call);
+    else
+      st = run_single(g->nodes[step->first].call);
     if (st != TPU_OK) {
       /* Copied: poisoning may overwrite the thread's error text. */
       char message[4096];
