@@ -134,6 +134,20 @@ def test_cut_reasons(fused: None, trigger: Callable[[torch.Tensor], object], rea
     assert y.item() == 3.0
 
 
+def test_end_of_backward_cuts_once_per_backward(fused: None) -> None:
+    w = torch.ones(8, device=DEV, requires_grad=True)
+    torch.tpu.synchronize()
+    torch.tpu.reset_fused_stats()
+    for _ in range(3):
+        (w * 2).sum().backward()
+    assert cuts() == {"backward": 3}
+    # The optimizer-style update after the last backward is the open graph, still deferred.
+    with torch.no_grad():
+        w -= w.grad
+    assert torch.tpu.dump_pending_graph() != ""
+    assert w.tolist() == [-5.0] * 8
+
+
 def test_materializing_a_pending_buffer_elsewhere_cuts_the_graph(fused: None) -> None:
     x = torch.ones(4, device=DEV)
     torch.tpu.synchronize()
@@ -249,6 +263,7 @@ def test_backward_runs_fused_on_autograd_thread() -> None:
         torch.tpu.reset_fused_stats()
         loss = (x * 3).relu().sum()
         loss.backward()  # on autograd's device thread, which has no thread override
-        assert not torch.tpu.is_materialized(x.grad)
+        # Forward and backward went to one graph, cut once at the end of backward.
+        assert cuts() == {"backward": 1}
+        assert torch.tpu.fused_stats()["nodes"] >= 4
         assert x.grad.tolist() == [3.0] * 64
-    assert torch.tpu.fused_stats()["nodes"] >= 4

@@ -41,6 +41,7 @@ typedef enum tpu_cut_reason {
   TPU_CUT_UNDEFERRABLE, /* a call that cannot wait in a graph (it uses host memory it does not own) */
   TPU_CUT_GRAPH_CAP,    /* TPU_FUSED_MAX_NODES reached */
   TPU_CUT_MODE_SWITCH,  /* the eager mode changed, or a call of another mode came to the stream */
+  TPU_CUT_BACKWARD,     /* the end of a backward pass (an autograd graph task) that recorded ops */
   TPU_CUT_COUNT
 } tpu_cut_reason;
 
