@@ -173,11 +173,11 @@ void synchronize_device(c10::DeviceIndex device) {
   check(tpu_device_synchronize(device));
 }
 
-// The end of a backward pass cuts the graphs its ops went to, once per autograd graph task: the
+// The end of a backward pass cuts the open graphs of every chip, once per autograd graph task: the
 // forward and backward graph runs while Python goes on to the optimizer step, whose own graph is
 // the next one. Called for each op recorded in fused mode; the thread-local id makes it one
 // engine callback per graph task on each thread that records.
-static void cut_at_end_of_backward(c10::DeviceIndex device) {
+static void cut_at_end_of_backward() {
   static thread_local int queued_for = -1;
   int task = torch::autograd::get_current_graph_task_id();
   if (task == -1 || task == queued_for) {
@@ -185,7 +185,7 @@ static void cut_at_end_of_backward(c10::DeviceIndex device) {
   }
   queued_for = task;
   torch::autograd::Engine::get_default_engine().queue_callback(
-      [device] { check(tpu_fused_flush_device(device, TPU_CUT_BACKWARD)); });
+      [] { check(tpu_fused_flush_device(-1, TPU_CUT_BACKWARD)); });
 }
 
 void launch(c10::DeviceIndex device, tpu_op_call* call) {
@@ -193,7 +193,7 @@ void launch(c10::DeviceIndex device, tpu_op_call* call) {
   tpu_stream* stream = current_core_stream(device);
   // Debug mode is launch blocking, which wins over a fused stream.
   if (eager_mode_for(stream) == TPU_EAGER_FUSED && !tpu_launch_blocking()) {
-    cut_at_end_of_backward(device);
+    cut_at_end_of_backward();
     check(tpu_fused_add(stream, call));
     return;
   }
