@@ -66,15 +66,16 @@ static tpu_status report(const tpu_op_call *call, int output) {
   }
   char where[512] = "";
   tpu_format_shape(where, sizeof where, t->ndim, coords, ", ");
-  /* An op without tensor inputs (fill) writes values given to it by the host. */
-  bool from_host = call->n_inputs == 0 || inputs_nonfinite(call, HOST);
+  /* An op without tensor inputs (fill, random) computes from scalars the host gave it. */
+  const char *source = call->n_inputs == 0 ? "from scalar arguments given by the host"
+                       : inputs_nonfinite(call, HOST)
+                           ? "from a non-finite value on the host (a CPU tensor or scalar)"
+                           : "from finite inputs";
   return tpu_error(TPU_ERR_RUNTIME,
                    "tpu op '%s' produced %s in output %d (%s, shape %s) at index %s, %s "
                    "(TORCH_TPU_CHECK_NAN)",
                    tpu_op_name(call->op), value_name(value), output, tpu_dtype_name(t->dtype),
-                   shape, where,
-                   from_host ? "from a non-finite value on the host (a CPU tensor or scalar)"
-                             : "from finite inputs");
+                   shape, where, source);
 }
 
 tpu_status tpu_op_debug_end(const tpu_op_call *call, const tpu_op_debug *d, tpu_status status) {
