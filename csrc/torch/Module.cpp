@@ -18,6 +18,8 @@ extern "C" {
 #include "core/exec/tpu_device.h"
 #include "core/mem/tpu_allocator.h"
 #include "core/mem/tpu_host_alloc.h"
+#include "core/ops/tpu_op_debug.h"
+#include "core/ops/tpu_op_trace.h"
 }
 
 namespace py = pybind11;
@@ -105,6 +107,38 @@ py::list env_vars() {
   for (size_t i = 0; i < count; i++) {
     out.append(py::make_tuple(
         vars[i].name, vars[i].default_value, vars[i].meaning, tpu_env_stage_name(vars[i].stage)));
+  }
+  return out;
+}
+
+py::list trace_tensors(const tpu_trace_tensor* tensors, int n) {
+  py::list out;
+  for (int i = 0; i < n; i++) {
+    const tpu_trace_tensor& t = tensors[i];
+    out.append(py::make_tuple(
+        tpu_dtype_name(t.dtype), std::vector<int64_t>(t.sizes, t.sizes + t.ndim), t.host));
+  }
+  return out;
+}
+
+// Ends one op-trace collection: (op, inputs, outputs, us, ok, line) per op, each tensor as
+// (dtype name, sizes, on the host).
+py::list end_op_trace(uint64_t mark) {
+  struct Records {
+    tpu_trace_record** data = nullptr;
+    size_t count = 0;
+    ~Records() { tpu_op_trace_free(data, count); }
+  } records;
+  check(tpu_op_trace_end(mark, &records.data, &records.count));
+  py::list out;
+  for (size_t i = 0; i < records.count; i++) {
+    const tpu_trace_record* r = records.data[i];
+    char line[2048];
+    tpu_op_trace_format(r, line, sizeof line);
+    out.append(py::make_tuple(
+        tpu_op_name(r->op), trace_tensors(r->tensors, r->n_inputs),
+        trace_tensors(r->tensors + r->n_inputs, r->n_outputs), r->us, r->status == TPU_OK,
+        std::string(line)));
   }
   return out;
 }
@@ -205,6 +239,12 @@ PYBIND11_MODULE(_C, m) {
   m.def("_reset_op_stats", [] { tpu_op_reset_counts(); });
   m.def("_env_vars", &env_vars);
   m.def("_set_launch_blocking", [](bool on) { tpu_set_launch_blocking(on); });
+  m.def("_set_nan_check", [](bool on) { tpu_set_nan_check(on); });
+  m.def("_nan_check", [] { return tpu_nan_check(); });
+  m.def("_set_op_trace", [](bool on) { tpu_set_op_trace(on); });
+  m.def("_op_trace", [] { return tpu_op_trace(); });
+  m.def("_begin_op_trace", [] { return tpu_op_trace_begin(); });
+  m.def("_end_op_trace", &end_op_trace);
   m.def("_launch_blocking", [] { return tpu_launch_blocking(); });
 
   // Test hook: queues work that sleeps on the current stream, so tests can hold later work back

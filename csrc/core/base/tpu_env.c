@@ -28,6 +28,15 @@ static const tpu_env_var registry[] = {
      "0 makes an op without a native kernel raise NotImplementedError naming the op instead of "
      "running it on the CPU.",
      TPU_ENV_STABLE},
+    {"TORCH_TPU_CHECK_NAN", "0",
+     "1 checks every floating-point output of every op in debug mode: the first op that makes a NaN "
+     "or an infinity from finite inputs raises RuntimeError naming the op and the output. Does "
+     "nothing in strict and fused mode.",
+     TPU_ENV_STABLE},
+    {"TORCH_TPU_OP_TRACE", "0",
+     "1 prints one line per op to stderr in debug mode: its name, its inputs' and outputs' dtypes "
+     "and shapes, and the time it took. Does nothing in strict and fused mode.",
+     TPU_ENV_STABLE},
     {"TORCH_TPU_STAGING_LIMIT", "1MiB",
      "Largest pageable host-to-device copy that is staged and queued; larger ones synchronize "
      "the stream and copy on the calling thread.",

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "drivers/host/tpu_host_kernels.h"
+#include "ops/tpu_op_debug.h"
 
 static const char *const op_names[TPU_OP_COUNT] = {
 #define TPU_OP_NAME(id, name, kernel) [TPU_OP_##id] = name,
@@ -101,6 +102,8 @@ static tpu_status run_call(void *arg) {
       return TPU_OK;
     }
   }
+  tpu_op_debug debug;
+  bool debugging = tpu_op_debug_begin(call, &debug);
   tpu_kernel_fn kernel = tpu_host_kernel(call->op);
   tpu_status st = kernel ? kernel(call)
                          : tpu_error(TPU_ERR_NOT_IMPLEMENTED, "the host driver has no kernel");
@@ -108,7 +111,8 @@ static tpu_status run_call(void *arg) {
     for (int o = call->n_inputs; o < n_tensors(call); o++)
       if (call->tensors[o].buf)
         tpu_buffer_poison(call->tensors[o].buf, name, tpu_last_error());
-  return st;
+  /* After the poisoning: a failed NaN check leaves the outputs readable. */
+  return debugging ? tpu_op_debug_end(call, &debug, st) : st;
 }
 
 static void done_call(void *arg) {

@@ -10,6 +10,7 @@
 extern "C" {
 #include "core/exec/tpu_device.h"
 #include "core/exec/tpu_pool.h"
+#include "core/ops/tpu_op_debug.h"
 }
 
 namespace torch_tpu {
@@ -191,6 +192,13 @@ static void cut_at_end_of_backward() {
 void launch(c10::DeviceIndex device, tpu_op_call* call) {
   follow_torch_threads();
   tpu_stream* stream = current_core_stream(device);
+  if (!tpu_launch_blocking() && tpu_op_debug_requested()) {
+    TORCH_WARN_ONCE(
+        "the NaN/Inf check and the op trace (TORCH_TPU_CHECK_NAN, TORCH_TPU_OP_TRACE, "
+        "torch.tpu.set_debug_nan_check, set_debug_op_trace, debug_op_trace) apply in debug mode "
+        "only: ops in ", tpu_eager_mode_name(eager_mode_for(stream)), " mode are neither checked "
+        "nor traced");
+  }
   // Debug mode is launch blocking, which wins over a fused stream.
   if (eager_mode_for(stream) == TPU_EAGER_FUSED && !tpu_launch_blocking()) {
     cut_at_end_of_backward();

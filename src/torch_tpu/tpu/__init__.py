@@ -9,6 +9,16 @@ import torch
 
 from .. import _C
 from .._utils import device_index as _device_index
+from .debug import (
+    OpTraceEntry,
+    TensorInfo,
+    debug_nan_check,
+    debug_op_trace,
+    get_debug_nan_check,
+    get_debug_op_trace,
+    set_debug_nan_check,
+    set_debug_op_trace,
+)
 from .memory import (
     empty_cache,
     host_memory_stats,
@@ -186,11 +196,15 @@ def is_bf16_supported(including_emulation: bool = True) -> bool:
 
 __all__ = [
     "Event",
+    "OpTraceEntry",
     "Stream",
     "StreamContext",
+    "TensorInfo",
     "compile_cache_stats",
     "current_device",
     "current_stream",
+    "debug_nan_check",
+    "debug_op_trace",
     "default_stream",
     "device",
     "device_count",
@@ -202,6 +216,8 @@ __all__ = [
     "fallback_stats",
     "fused_stats",
     "get_amp_supported_dtype",
+    "get_debug_nan_check",
+    "get_debug_op_trace",
     "get_device_capability",
     "get_device_name",
     "get_device_properties",
@@ -232,6 +248,8 @@ __all__ = [
     "reset_peak_memory_stats",
     "seed",
     "seed_all",
+    "set_debug_nan_check",
+    "set_debug_op_trace",
     "set_device",
     "set_eager_mode",
     "set_rng_state",
