@@ -28,6 +28,11 @@ class Contender:
     def is_tpu(self) -> bool:
         return self.device == "tpu"
 
+    @property
+    def is_fused(self) -> bool:
+        """tpu in fused eager mode: its steps are probed for compiles, planning and cuts."""
+        return self.is_tpu and self.eager_mode == "fused"
+
 
 CPU_EAGER = Contender(
     "cpu-eager",

@@ -25,6 +25,11 @@ def fmt_ratio(r: float) -> str:
     return f"{r:.2f}×" if r < 10 else f"{r:.1f}×"
 
 
+def fmt_count(x: float) -> str:
+    """A count or a mean count: whole numbers as such, fractions to three significant figures."""
+    return f"{x:.0f}" if x == int(x) or abs(x) >= 100 else f"{x:.3g}"
+
+
 def fmt_pct(f: float) -> str:
     return f"{100 * f:.0f}%" if f >= 0.095 else f"{100 * f:.1f}%"
 

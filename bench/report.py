@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.fmt import Footnotes, fmt_bytes, fmt_pct, fmt_ratio, fmt_s, md_table
+from bench.fmt import Footnotes, fmt_bytes, fmt_count, fmt_pct, fmt_ratio, fmt_s, md_table
 
 Doc = dict[str, Any]
 BASELINE = "cpu-eager"
@@ -131,6 +131,79 @@ def model_tables(doc: Doc, fn: Footnotes) -> str:
     )
 
 
+FUSED_HEADS = [
+    "first step",
+    "planning in it",
+    "steady step",
+    "planning / steady step",
+    "compiles in steps 1, 2",
+    "compiles from step 3",
+    "graphs / step",
+    "nodes / step",
+    "cuts / step by reason",
+]
+
+
+def fused_cells(o: dict[str, Any], fn: Footnotes) -> list[str]:
+    """One fused contender's figures for one model step (FUSED_HEADS); a failed recompile check
+    shows as FAIL with its detail as a footnote."""
+    bad = _cell(o, fn)
+    if bad:
+        return [bad] + [""] * (len(FUSED_HEADS) - 1)
+    first = fmt_s(o["first_s"]) if "first_s" in o else ""
+    steady = o["wall_s"]["median"]
+    f = o.get("fused")
+    if f is None:
+        why = o.get("fused_na", "no fused-mode stats recorded")
+        return [first, "", fmt_s(steady), f"n/a {fn.mark(why)}"] + [""] * (len(FUSED_HEADS) - 4)
+    plan_s = f["plan_us_per_step"] * 1e-6
+    misses = f["misses_per_step"]
+    check = f["recompile_check"]
+    late = sum(misses[2:])
+    cuts = sorted(f["cuts_per_step"].items(), key=lambda kv: (-kv[1], kv[0]))
+    return [
+        first,
+        fmt_s(f["first_step_plan_us"] * 1e-6),
+        fmt_s(steady),
+        f"{fmt_s(plan_s)} ({fmt_pct(plan_s / steady)})",
+        ", ".join(str(m) for m in misses[:2]),
+        f"{late} ok" if check["ok"] else f"{late} FAIL {fn.mark(check['detail'])}",
+        fmt_count(f["graphs_per_step"]),
+        fmt_count(f["nodes_per_step"]),
+        ", ".join(f"{r} {fmt_count(n)}" for r, n in cuts),
+    ]
+
+
+def fused_table(doc: Doc, fn: Footnotes) -> str:
+    """Fused mode's compile latency, planning and graph cuts: one row per model step and fused
+    contender; empty when the run had no fused contender."""
+    names = [
+        c["name"]
+        for c in doc["contenders"]
+        if c.get("eager_mode") == "fused" and c["name"] in doc["model_contenders"]
+    ]
+    lab = _labels(doc)
+    rows = []
+    for row in doc["models"]:
+        for n in names:
+            step = row["task"] if len(names) == 1 else f"{row['task']} ({lab[n]})"
+            rows.append([row["model"], step, *fused_cells(row["results"][n], fn)])
+    if not rows:
+        return ""
+    return (
+        "### Fused mode: compile latency, planning, cuts\n\n"
+        "first step = its wall time: the compile latency, as it plans every graph it meets for "
+        "the first time (it also pays other first-call costs, such as AdamW creating its state). "
+        "Planning = the compile cache's plan_us + compile_us (lookups, and compiling the misses; "
+        "not the memory plan of each cut). Steady step = the median timed step; per steady step: "
+        "planning and its share of the step, graphs cut, nodes in them and the cuts by reason "
+        "(torch.tpu.fused_stats()), averaged over the timed steps. Compiles = compile cache "
+        "misses; from the third step on there must be none (FAIL otherwise). All read as "
+        "differences around each step, outside the timed region.\n\n"
+        + md_table(["model", "step", *FUSED_HEADS], rows, [False, False] + [True] * 8 + [False])
+    )
+
+
 def memory_cell(o: dict[str, Any], fn: Footnotes) -> str:
     if "device_peak_bytes" in o:
         return f"device {fmt_bytes(o['device_peak_bytes'])}"
@@ -223,6 +296,9 @@ def render(doc: Doc) -> str:
         parts.append(limits_table(doc, fn))
     if doc["models"]:
         parts.append(model_tables(doc, fn))
+        fused = fused_table(doc, fn)
+        if fused:
+            parts.append(fused)
     if doc.get("timesplit"):
         parts.append(timesplit_table(doc, fn))
     if doc["ops"]:

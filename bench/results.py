@@ -38,18 +38,58 @@ MACHINE = (
 )
 
 
+def _field_errors(
+    where: str, d: dict[str, Any], numbers: tuple[str, ...], counts: tuple[str, ...]
+) -> list[str]:
+    """`numbers` must be numbers and `counts` integers >= 1."""
+    errs = [
+        f"{where}.{k}: missing or not a number"
+        for k in numbers
+        if not isinstance(d.get(k), (int, float))
+    ]
+    return errs + [
+        f"{where}.{k}: missing or < 1" for k in counts if not isinstance(d.get(k), int) or d[k] < 1
+    ]
+
+
 def _summary_errors(where: str, s: Any) -> list[str]:
     if not isinstance(s, dict):
         return [f"{where}: not an object"]
-    errs = [
-        f"{where}.{k}: missing or not a number"
-        for k in ("median", "min", "max")
-        if not isinstance(s.get(k), (int, float))
-    ]
-    if not isinstance(s.get("n"), int) or s.get("n", 0) < 1:
-        errs.append(f"{where}.n: missing or < 1")
+    errs = _field_errors(where, s, ("median", "min", "max"), ("n",))
     if not errs and not s["min"] <= s["median"] <= s["max"]:
         errs.append(f"{where}: min <= median <= max does not hold")
+    return errs
+
+
+FUSED_NUMBERS = (
+    "first_step_plan_us",
+    "plan_us_per_step",
+    "hits_per_step",
+    "graphs_per_step",
+    "nodes_per_step",
+)
+
+
+def fused_errors(where: str, f: Any) -> list[str]:
+    """The fused-mode summary of a model step (bench.fused.summarize)."""
+    if not isinstance(f, dict):
+        return [f"{where}: not an object"]
+    errs = _field_errors(where, f, FUSED_NUMBERS, ("steps", "timed_steps"))
+    misses = f.get("misses_per_step")
+    if not (isinstance(misses, list) and all(isinstance(m, int) for m in misses)):
+        errs.append(f"{where}.misses_per_step: not a list of integers")
+    elif len(misses) != f.get("steps"):
+        errs.append(f"{where}.misses_per_step: {len(misses)} entries for {f.get('steps')} steps")
+    cuts = f.get("cuts_per_step")
+    if not (isinstance(cuts, dict) and all(isinstance(v, (int, float)) for v in cuts.values())):
+        errs.append(f"{where}.cuts_per_step: not an object of numbers")
+    check = f.get("recompile_check")
+    if not (
+        isinstance(check, dict)
+        and isinstance(check.get("ok"), bool)
+        and isinstance(check.get("detail"), str)
+    ):
+        errs.append(f"{where}.recompile_check: needs ok (bool) and detail (str)")
     return errs
 
 
@@ -65,9 +105,11 @@ def outcome_errors(where: str, o: Any) -> list[str]:
         return errs + [
             f"{where}: {status} must not carry {k}" for k in ("wall_s", "cpu_s") if k in o
         ]
-    return _summary_errors(f"{where}.wall_s", o.get("wall_s")) + _summary_errors(
-        f"{where}.cpu_s", o.get("cpu_s")
-    )
+    errs = _summary_errors(f"{where}.wall_s", o.get("wall_s"))
+    errs += _summary_errors(f"{where}.cpu_s", o.get("cpu_s"))
+    if "fused" in o:
+        errs += fused_errors(f"{where}.fused", o["fused"])
+    return errs
 
 
 def validate(doc: Any) -> list[str]:

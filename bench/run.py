@@ -169,6 +169,7 @@ def main(argv: list[str]) -> int:
                 "short": c.short,
                 "label": c.label,
                 "device": c.device,
+                "eager_mode": c.eager_mode,
                 "available": avail[c.name] is None,
                 "reason": avail[c.name],
             }

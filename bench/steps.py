@@ -8,11 +8,12 @@ from collections.abc import Callable
 
 import torch
 
+from bench import fused
 from bench.checks import INFER_RTOL, LOSS_RTOL, NORM_RTOL, Check, check_series, norm_atol
 from bench.contenders import CPU_EAGER, Contender, device_peak, enter, synchronize
 from bench.memory import cpu_live_peak, live_tensors, rss_probe, storage_bytes
 from bench.models import MODELS, build_model
-from bench.timing import OK, Outcome, interleave, na
+from bench.timing import OK, Outcome, Probe, interleave, na
 
 LR, WEIGHT_DECAY = 1e-3, 0.01
 SEED = 0
@@ -153,8 +154,15 @@ def run_model(
         except Exception as e:
             out[c.name] = na(f"setup failed: {type(e).__name__}: {str(e).splitlines()[0][:150]}")
     check = make_checker(task, runners, CPU_EAGER.name)
-    out.update(interleave(runners, warmup, reps, check, True, min_time_s, max_reps))  # type: ignore[arg-type]
+    fused_runners = [n for n, r in runners.items() if r.c.is_fused]
+    fused_na = fused.stats_reason() if fused_runners else None
+    probes: dict[str, Probe] = {n: fused.read for n in fused_runners} if fused_na is None else {}
+    out.update(interleave(runners, warmup, reps, check, True, min_time_s, max_reps, probes))  # type: ignore[arg-type]
     for name, o in out.items():
+        if o.status == OK and name in probes:
+            o.extra["fused"] = fused.summarize(o.probed, warmup)
+        elif o.status == OK and name in fused_runners:
+            o.extra["fused_na"] = fused_na
         if o.status == OK:
             try:
                 o.extra.update(memory(runners[name], warmup + reps, model, task, rss))
@@ -179,6 +187,10 @@ def run_models(
         for task in TASKS:
             log(f"  model {model} {task}")
             res = run_model(model, task, contenders, avail, warmup, reps, rss, min_time_s, max_reps)
+            for name, o in res.items():
+                f = o.extra.get("fused")
+                if isinstance(f, dict) and not f["recompile_check"]["ok"]:
+                    log(f"  {name}: recompile check FAILED: {f['recompile_check']['detail']}")
             rows.append(
                 {"model": model, "task": task, "results": {k: v.to_json() for k, v in res.items()}}
             )

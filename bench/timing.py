@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -36,6 +36,8 @@ class Outcome:
     first_s: float | None = None  # the first call, including any compile
     check: str = ""
     extra: dict[str, object] = field(default_factory=dict)
+    # What the runner's probe saw change over each call, warm-up calls first (not in the JSON).
+    probed: list[dict[str, float]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
         d: dict[str, object] = {"status": self.status}
@@ -58,6 +60,13 @@ def na(reason: str) -> Outcome:
 
 
 Checker = Callable[[dict[str, list[object]], bool], dict[str, Check]]
+# Reads counters (e.g. the compile cache's); called untimed right before and right after a call.
+Probe = Callable[[], dict[str, float]]
+
+
+def delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """What changed between two probe readings (a key absent from one reading counts 0 there)."""
+    return {k: after.get(k, 0.0) - before.get(k, 0.0) for k in before.keys() | after.keys()}
 
 
 def rounds_for(warm_times: list[float], reps: int, min_time_s: float, max_reps: int) -> int:
@@ -77,13 +86,16 @@ def interleave(
     keep_values: bool = True,
     min_time_s: float = 0.0,
     max_reps: int = 50,
+    probes: Mapping[str, Probe] | None = None,
 ) -> dict[str, Outcome]:
     """Run every runner `warmup` times, check, then timed rounds rotating the order: `reps` of them,
     or more (up to `max_reps`) when calls are fast and `min_time_s` asks for it.
 
     `check(values, final)` compares each runner's values with the reference's; it is called after
     the warm-up (a failure means the runner is never timed) and after the timed rounds. With
-    keep_values False only each runner's latest value is kept (large op outputs)."""
+    keep_values False only each runner's latest value is kept (large op outputs). A runner with a
+    probe gets the difference of its readings around every call, after enter() and before value(),
+    outside the timed region, in Outcome.probed."""
     if warmup < 1 or reps < 1:
         raise ValueError("need at least one warm-up call and one timed call")
     out: dict[str, Outcome] = {}
@@ -92,15 +104,20 @@ def interleave(
     cpus: dict[str, list[float]] = {n: [] for n in runners}
     first: dict[str, float] = {}
     last_warm: dict[str, float] = {}
+    probed: dict[str, list[dict[str, float]]] = {n: [] for n in runners}
     active = list(runners)
 
     def one(name: str, i: int, timed: bool) -> None:
         r = runners[name]
+        probe = probes.get(name) if probes else None
         try:
             r.enter()
+            before = probe() if probe else {}
             c0, w0 = time.process_time(), time.perf_counter()
             r.run(i)
             w1, c1 = time.perf_counter(), time.process_time()
+            if probe:
+                probed[name].append(delta(before, probe()))
             v = r.value()
         except Exception as e:  # any failure of a contender is its n/a, not the harness's crash
             out[name] = na(f"{type(e).__name__}: {first_line(e)}")
@@ -140,5 +157,6 @@ def interleave(
             cpu=summarize(cpus[name]),
             first_s=first.get(name),
             check=results[name].detail if name in results else "",
+            probed=probed[name],
         )
     return {n: out[n] for n in runners}
