@@ -75,4 +75,12 @@ bool tpu_fuse_plan_can_alias(const tpu_fuse_plan *plan, const tpu_graph *graph, 
 /* True when output `out` of node `node` is written to memory by the plan. */
 bool tpu_fuse_plan_stores(const tpu_fuse_plan *plan, int node, int out);
 
+/* What tpu_fuse_run ran since start or reset: steps (dead or poisoned ones skipped), fused steps
+ * among them, and the nodes those fused steps covered; e.g. to see an optimizer step fuse. */
+typedef struct tpu_fuse_stats {
+  uint64_t steps, fused_steps, fused_nodes;
+} tpu_fuse_stats;
+void tpu_fuse_get_stats(tpu_fuse_stats *stats);
+void tpu_fuse_reset_stats(void);
+
 #endif
