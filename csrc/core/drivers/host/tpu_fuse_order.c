@@ -12,9 +12,10 @@
  * order are a cluster node j and an unassigned outsider k with j < k < m, and j was admitted only
  * because no such k had a hazard with it; inside the cluster the original order stays.
  *
- * A node that is not fusable is never moved: it forms a cluster alone, emitted right after the
- * cluster of the node before it unless that node was moved. So two consecutive nodes of which
- * neither is fusable stay consecutive (the cross-entropy pair, tpu_fuse_cross_entropy_pair).
+ * A node that is not fusable is never admitted: it forms a cluster alone, emitted right after the
+ * cluster of the node before it unless a later cluster admitted that node. So two consecutive
+ * nodes of which neither is fusable stay consecutive (the cross-entropy pair of
+ * tpu_fuse_cross_entropy_pair).
  *
  * Cost: per slot, the nodes touching it in ascending order; since every node after m is assigned,
  * the largest unassigned node touching a slot (or writing it) only moves back, so a hazard check
