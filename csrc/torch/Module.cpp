@@ -14,6 +14,7 @@
 
 extern "C" {
 #include "core/base/tpu_env.h"
+#include "core/drivers/host/tpu_fuse.h"
 #include "core/graph/tpu_compile_cache.h"
 #include "core/exec/tpu_device.h"
 #include "core/mem/tpu_allocator.h"
@@ -80,6 +81,11 @@ py::dict fused_stats() {
   py::dict stats;
   stats["flushes"] = cuts;
   stats["nodes"] = s.nodes;
+  tpu_fuse_stats run{};
+  tpu_fuse_get_stats(&run);
+  stats["steps"] = run.steps;
+  stats["fused_steps"] = run.fused_steps;
+  stats["fused_nodes"] = run.fused_nodes;
   return stats;
 }
 
@@ -284,7 +290,10 @@ PYBIND11_MODULE(_C, m) {
     tpu_stream_set_eager_mode(s, mode ? parse_mode(*mode) : TPU_EAGER_UNSET);
   });
   m.def("_fused_stats", &fused_stats);
-  m.def("_reset_fused_stats", [] { tpu_fused_reset_stats(); });
+  m.def("_reset_fused_stats", [] {
+    tpu_fused_reset_stats();
+    tpu_fuse_reset_stats();
+  });
   m.def("_compile_cache_stats", &compile_cache_stats);
   m.def("_reset_compile_cache_stats", [] {
     tpu_compile_cache* cache = tpu_compile_cache_global();

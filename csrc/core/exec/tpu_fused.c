@@ -318,11 +318,13 @@ static tpu_status flush_state(fused_state *st, tpu_cut_reason reason) {
     free_cut_graph(g, 0);
     return tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot allocate a fused graph's work");
   }
+  tpu_status status = tpu_fuse_reorder(&g);
   f->graph = g;
   mark_needed(g);
   tpu_compile_cache *cache = tpu_compile_cache_global();
-  tpu_status status = cache ? tpu_compile_cache_lookup(cache, g, tpu_fuse_compile, NULL, &f->entry)
-                            : tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot create the compile cache");
+  if (status == TPU_OK)
+    status = cache ? tpu_compile_cache_lookup(cache, g, tpu_fuse_compile, NULL, &f->entry)
+                   : tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot create the compile cache");
   int released = 0;
   if (status == TPU_OK)
     status = plan_memory(tpu_compile_entry_plan(f->entry), g, &released);

@@ -91,6 +91,15 @@ uint64_t tpu_graph_hash(const tpu_graph *graph);
 /* True when the two graphs have the same structure: an exact check behind the hash. */
 bool tpu_graph_equal(const tpu_graph *a, const tpu_graph *b);
 
+/* The graph with its nodes in `order` (order[i]: the old index of new node i), slots renumbered by
+ * first appearance, refs and latest versions renamed to the new node indices; structural only, so
+ * equal graphs permuted alike stay equal. `order` must be legal (every two nodes touching one slot,
+ * at least one writing it, keep their relative order; not checked), else the refs no longer name
+ * the versions the nodes read. On success *out takes over graph's calls and buffer references and
+ * `graph` is freed; on failure (TPU_ERR_OUT_OF_MEMORY, TPU_ERR_VALUE for an order that is not a
+ * permutation) `graph` is unchanged. */
+tpu_status tpu_graph_permute(tpu_graph *graph, const int *order, tpu_graph **out);
+
 /* A copy of the structure only (calls with no buffer or host pointers, slots without references),
  * to serve as a cache key that outlives the graph's buffers: for hash and equality, not for adding
  * nodes. NULL when out of host memory. */

@@ -68,12 +68,14 @@ def dump_pending_graph(dot: bool = False) -> str:
 def fused_stats() -> dict[str, object]:
     """Fused-mode cuts since start or reset: ``{"flushes": {reason: n}, "nodes": n}`` (nodes in
     the cut graphs). Reasons: sync, host_read, materialize, event, query, wait_stream, fallback,
-    undeferrable, graph_cap, mode_switch."""
+    undeferrable, graph_cap, mode_switch. Also what the cut graphs ran so far (read after a
+    synchronize): ``steps`` (kernels and fused steps), ``fused_steps`` and ``fused_nodes`` (the
+    nodes those fused steps covered)."""
     return _C._fused_stats()
 
 
 def reset_fused_stats() -> None:
-    """Zeroes the fused-mode cut counts."""
+    """Zeroes the fused-mode cut and step counts."""
     _C._reset_fused_stats()
 
 

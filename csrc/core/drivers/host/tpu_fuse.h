@@ -10,7 +10,8 @@
  * single kernel through tpu_host_kernel, as does a group of one node. One pattern of two nodes is a
  * step of its own: nll_loss_backward followed by the log_softmax_backward that alone reads its
  * result (cross-entropy's backward) runs as one row kernel, so the mostly-zero gradient of the
- * log-probabilities never exists.
+ * log-probabilities never exists. Fused mode first reorders a cut graph (tpu_fuse_reorder) so
+ * that chains of elementwise nodes recorded interleaved become consecutive runs.
  *
  * A fused step runs tile by tile (TPU_FUSE_TILE elements) with tiles split over the thread pool:
  * for each tile every node's inner loop (the engine's own tpu_ew_loop) runs on tile pointers, with
@@ -33,6 +34,13 @@
 #define TPU_FUSE_TILE 512
 
 typedef struct tpu_fuse_plan tpu_fuse_plan;
+
+/* Reorders *graph (tpu_graph_permute, replacing *graph) so that each dependency chain of fusable
+ * nodes becomes consecutive and the planner fuses it, e.g. the per-parameter updates a foreach
+ * optimizer records interleaved across parameters. The order depends on the structure alone and
+ * keeps every read/write hazard on a slot in order; *graph stays as it is when no node moves.
+ * TPU_ERR_OUT_OF_MEMORY (*graph unchanged) when host memory runs out. */
+tpu_status tpu_fuse_reorder(tpu_graph **graph);
 
 /* Plans `graph`; TPU_ERR_OUT_OF_MEMORY when host memory runs out. */
 tpu_status tpu_fuse_plan_create(const tpu_graph *graph, tpu_fuse_plan **out);
@@ -66,5 +74,13 @@ bool tpu_fuse_plan_can_alias(const tpu_fuse_plan *plan, const tpu_graph *graph, 
 
 /* True when output `out` of node `node` is written to memory by the plan. */
 bool tpu_fuse_plan_stores(const tpu_fuse_plan *plan, int node, int out);
+
+/* What tpu_fuse_run ran since start or reset: steps (dead or poisoned ones skipped), fused steps
+ * among them, and the nodes those fused steps covered; e.g. to see an optimizer step fuse. */
+typedef struct tpu_fuse_stats {
+  uint64_t steps, fused_steps, fused_nodes;
+} tpu_fuse_stats;
+void tpu_fuse_get_stats(tpu_fuse_stats *stats);
+void tpu_fuse_reset_stats(void);
 
 #endif

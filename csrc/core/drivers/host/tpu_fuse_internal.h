@@ -67,6 +67,16 @@ struct tpu_fuse_plan {
   bool *stores;  /* per node output: written to memory */
 };
 
+/* Nodes per group at most: beyond it a chain continues in the next group (one more round trip to
+ * memory), which keeps each thread's tile scratch bounded. */
+#define FZ_MAX_GROUP 32
+
+/* Whether node n can be part of a fused group at all (ignoring its neighbours). */
+bool tpu_fuse_eligible(const tpu_graph *graph, int n);
+
+/* The element count of node n's output 0 (a group's nodes all have the same). */
+int64_t tpu_fuse_out_numel(const tpu_graph *graph, int n);
+
 /* The engine's op table of `op`, or NULL for ops outside the elementwise family. */
 const tpu_ew_op *tpu_fuse_ew_op(tpu_op_id op);
 

@@ -51,8 +51,7 @@ static bool periodic(const tpu_tensor *t, const tpu_tensor *out0) {
   return !memcmp(t->sizes + d, out0->sizes + out0->ndim - k, (size_t)k * sizeof t->sizes[0]);
 }
 
-/* Whether node n can be part of a fused group at all (ignoring its neighbours). */
-static bool eligible(const tpu_graph *g, int n) {
+bool tpu_fuse_eligible(const tpu_graph *g, int n) {
   const tpu_op_call *c = g->nodes[n].call;
   const tpu_ew_op *op = tpu_fuse_ew_op(c->op);
   if (!op || !is_real(c->compute) || !op->loops[tpu_ew_loop_dtype(c->compute)] ||
@@ -137,14 +136,10 @@ static fz_cast plan_cast(tpu_dtype actual, tpu_dtype want, tpu_dtype compute, bo
   return c;
 }
 
-static int64_t out_numel(const tpu_graph *g, int n) {
+int64_t tpu_fuse_out_numel(const tpu_graph *g, int n) {
   const tpu_op_call *c = g->nodes[n].call;
   return tpu_tensor_numel(&c->tensors[c->n_inputs]);
 }
-
-/* Nodes per group at most: beyond it a chain continues in the next group (one more round trip to
- * memory), which keeps each thread's tile scratch bounded. */
-#define FZ_MAX_GROUP 32
 
 static bool dense_2d(const tpu_tensor *t, tpu_dtype dtype) {
   return t->dtype == dtype && t->ndim == 2 && t->offset == 0 && tpu_tensor_is_contiguous(t);
@@ -189,9 +184,10 @@ static int partition(const tpu_graph *g, fz_step *steps) {
     }
     int count = 1;
     view_set views = {0};
-    if (eligible(g, i) && joins(g, i, i, &views))
-      while (i + count < g->n_nodes && count < FZ_MAX_GROUP && eligible(g, i + count) &&
-             out_numel(g, i + count) == out_numel(g, i) && joins(g, i, i + count, &views))
+    if (tpu_fuse_eligible(g, i) && joins(g, i, i, &views))
+      while (i + count < g->n_nodes && count < FZ_MAX_GROUP && tpu_fuse_eligible(g, i + count) &&
+             tpu_fuse_out_numel(g, i + count) == tpu_fuse_out_numel(g, i) &&
+             joins(g, i, i + count, &views))
         count++;
     free(views.v);
     steps[n_steps++] = (fz_step){.first = i, .count = count};
@@ -288,7 +284,7 @@ static fz_group *plan_group(const tpu_graph *g, const fz_step *st, int *value_of
     free(grp);
     return NULL;
   }
-  grp->numel = out_numel(g, st->first);
+  grp->numel = tpu_fuse_out_numel(g, st->first);
   grp->n_nodes = st->count;
   for (int j = 0; j < st->count; j++) {
     const tpu_op_call *c = g->nodes[st->first + j].call;

@@ -1,4 +1,5 @@
 /* The fused executor: runs a plan's steps in order, fused groups tile by tile (tpu_fuse.h). */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,8 @@
  * so that buffers do not all start at the same offset modulo 4 KiB (loads would wait on unrelated
  * stores: 4K aliasing). */
 #define TILE_BYTES ((size_t)TPU_FUSE_TILE * 8 + 192)
+
+static atomic_uint_least64_t run_steps, run_fused_steps, run_fused_nodes;
 
 /* Per-thread buffers of a chunk: one per value kept in scratch, one per loop operand for
  * conversions, one for a conversion's middle dtype, one per scalar operand. */
@@ -285,6 +288,11 @@ tpu_status tpu_fuse_run(const tpu_fuse_plan *p, const tpu_graph *g) {
     }
     if (step->skip)
       continue;
+    atomic_fetch_add(&run_steps, 1);
+    if (step->group) {
+      atomic_fetch_add(&run_fused_steps, 1);
+      atomic_fetch_add(&run_fused_nodes, (uint64_t)step->count);
+    }
     tpu_status st;
     if (step->group)
       st = run_group(step->group, g, &failed);
@@ -302,4 +310,16 @@ tpu_status tpu_fuse_run(const tpu_fuse_plan *p, const tpu_graph *g) {
     }
   }
   return TPU_OK;
+}
+
+void tpu_fuse_get_stats(tpu_fuse_stats *stats) {
+  stats->steps = atomic_load(&run_steps);
+  stats->fused_steps = atomic_load(&run_fused_steps);
+  stats->fused_nodes = atomic_load(&run_fused_nodes);
+}
+
+void tpu_fuse_reset_stats(void) {
+  atomic_store(&run_steps, 0);
+  atomic_store(&run_fused_steps, 0);
+  atomic_store(&run_fused_nodes, 0);
 }
