@@ -134,13 +134,14 @@ def test_cut_reasons(fused: None, trigger: Callable[[torch.Tensor], object], rea
     assert y.item() == 3.0
 
 
-def test_end_of_backward_cuts_once_per_backward(fused: None) -> None:
+def test_backward_cuts_where_it_starts_and_ends(fused: None) -> None:
     w = torch.ones(8, device=DEV, requires_grad=True)
     torch.tpu.synchronize()
     torch.tpu.reset_fused_stats()
     for _ in range(3):
         (w * 2).sum().backward()
-    assert cuts() == {"backward": 3}
+    # Each forward graph is cut when its backward starts, each backward graph when it ends.
+    assert cuts() == {"backward_start": 3, "backward": 3}
     # The optimizer-style update after the last backward is the open graph, still deferred.
     with torch.no_grad():
         w -= w.grad
@@ -165,10 +166,10 @@ def test_graph_size_cap(fused: None) -> None:
     x = torch.zeros(4, device=DEV)
     torch.tpu.synchronize()
     torch.tpu.reset_fused_stats()
-    for _ in range(1100):
+    for _ in range(2100):
         x = x + 1
     assert cuts() == {"graph_cap": 2}
-    assert x.tolist() == [1100.0] * 4
+    assert x.tolist() == [2100.0] * 4
 
 
 def test_errors_surface_at_the_sync_naming_the_op(fused: None) -> None:
@@ -296,7 +297,7 @@ def test_backward_runs_fused_on_autograd_thread() -> None:
         torch.tpu.reset_fused_stats()
         loss = (x * 3).relu().sum()
         loss.backward()  # on autograd's device thread, which has no thread override
-        # Forward and backward went to one graph, cut once at the end of backward.
-        assert cuts() == {"backward": 1}
+        # The forward graph is cut where backward starts, the backward graph where it ends.
+        assert cuts() == {"backward_start": 1, "backward": 1}
         assert torch.tpu.fused_stats()["nodes"] >= 4
         assert x.grad.tolist() == [3.0] * 64

@@ -37,6 +37,7 @@ static const char *const reason_names[TPU_CUT_COUNT] = {
     [TPU_CUT_UNDEFERRABLE] = "undeferrable",
     [TPU_CUT_GRAPH_CAP] = "graph_cap",
     [TPU_CUT_MODE_SWITCH] = "mode_switch",
+    [TPU_CUT_BACKWARD_START] = "backward_start",
     [TPU_CUT_BACKWARD] = "backward",
 };
 

@@ -19,8 +19,9 @@
 #include "exec/tpu_stream.h"
 #include "ops/tpu_op.h"
 
-/* Nodes after which an open graph is cut (a bound on planning time and on what a cut holds). */
-#define TPU_FUSED_MAX_NODES 512
+/* Nodes after which an open graph is cut (a bound on planning time and on what a cut holds);
+ * large enough for a foreach optimizer step over ~120 parameters to be one graph. */
+#define TPU_FUSED_MAX_NODES 1024
 
 typedef enum tpu_eager_mode {
   TPU_EAGER_UNSET = -1, /* a stream without its own mode follows the process default */
@@ -41,6 +42,7 @@ typedef enum tpu_cut_reason {
   TPU_CUT_UNDEFERRABLE, /* a call that cannot wait in a graph (it uses host memory it does not own) */
   TPU_CUT_GRAPH_CAP,    /* TPU_FUSED_MAX_NODES reached */
   TPU_CUT_MODE_SWITCH,  /* the eager mode changed, or a call of another mode came to the stream */
+  TPU_CUT_BACKWARD_START, /* the first op of a backward pass (an autograd graph task) */
   TPU_CUT_BACKWARD,     /* the end of a backward pass (an autograd graph task) that recorded ops */
   TPU_CUT_COUNT
 } tpu_cut_reason;

@@ -174,17 +174,20 @@ void synchronize_device(c10::DeviceIndex device) {
   check(tpu_device_synchronize(device));
 }
 
-// The end of a backward pass cuts the open graphs of every chip, once per autograd graph task: the
-// forward and backward graph runs while Python goes on to the optimizer step, whose own graph is
-// the next one. Called for each op recorded in fused mode; the thread-local id makes it one
-// engine callback per graph task on each thread that records.
-static void cut_at_end_of_backward() {
-  static thread_local int queued_for = -1;
+// A backward pass cuts the open graphs of every chip where it starts and where it ends, once per
+// autograd graph task: the forward graph runs while autograd records the backward, and the
+// backward graph while Python records the optimizer step (in strict mode execution overlaps
+// recording op by op; this keeps most of that overlap). Called for each op recorded in fused
+// mode; the thread-local id makes it one cut and one engine callback per graph task on each
+// thread that records.
+static void cut_at_backward() {
+  static thread_local int seen = -1;
   int task = torch::autograd::get_current_graph_task_id();
-  if (task == -1 || task == queued_for) {
+  if (task == -1 || task == seen) {
     return;
   }
-  queued_for = task;
+  seen = task;
+  check(tpu_fused_flush_device(-1, TPU_CUT_BACKWARD_START));
   torch::autograd::Engine::get_default_engine().queue_callback(
       [] { check(tpu_fused_flush_device(-1, TPU_CUT_BACKWARD)); });
 }
@@ -201,7 +204,7 @@ void launch(c10::DeviceIndex device, tpu_op_call* call) {
   }
   // Debug mode is launch blocking, which wins over a fused stream.
   if (eager_mode_for(stream) == TPU_EAGER_FUSED && !tpu_launch_blocking()) {
-    cut_at_end_of_backward();
+    cut_at_backward();
     check(tpu_fused_add(stream, call));
     return;
   }

@@ -326,9 +326,16 @@ static void copy_c(const gemm_job *j, int64_t bo, int64_t m0, int64_t mt, int64_
   char *dst = o->data + (bo * o->bs + m0 * o->rs + n0 * o->cs) * es;
   if (src == dst && c->rs == o->rs && c->cs == o->cs)
     return; /* in place */
-  for (int64_t i = 0; i < mt; i++)
+  for (int64_t i = 0; i < mt; i++) {
+    char *d = dst + i * o->rs * es;
+    const char *s = src + i * c->rs * es;
+    if (c->cs == 1 && o->cs == 1) { /* dense rows, e.g. a bias broadcast over the rows */
+      memcpy(d, s, (size_t)(nt * es));
+      continue;
+    }
     for (int64_t jj = 0; jj < nt; jj++)
-      memcpy(dst + (i * o->rs + jj * o->cs) * es, src + (i * c->rs + jj * c->cs) * es, (size_t)es);
+      memcpy(d + jj * o->cs * es, s + jj * c->cs * es, (size_t)es);
+  }
 }
 
 static void blas_tile(const gemm_job *j, const tpu_blas *blas, const blas_plan *p, int64_t bo,
