@@ -138,3 +138,24 @@ def test_cross_entropy_pair_with_a_bad_target_raises_and_recovers() -> None:
             torch.tpu.synchronize()
     torch.tpu.synchronize()
     assert torch.ones(2, device=DEV).sum().item() == 2.0
+
+
+def test_reordering_keeps_per_step_temporaries_short_lived() -> None:
+    # An accumulation over results of unfusable ops (as a recurrent backward sums a weight's
+    # gradient over timesteps): fusing the adds at the end would hold every temporary until then.
+    gen = torch.Generator().manual_seed(0)
+    steps, n = 16, 256
+    xs = [torch.randn(n, n, generator=gen) for _ in range(steps)]
+    dev_xs = [x.to(DEV) for x in xs]
+    eye = torch.eye(n).to(DEV)
+
+    def accumulate() -> torch.Tensor:
+        acc = torch.zeros(n, n, device=DEV)
+        for x in dev_xs:
+            acc = acc + torch.mm(x, eye) * 0.5
+        return acc
+
+    fused, peak_fused = peak_of("fused", accumulate)
+    _, peak_strict = peak_of("strict", accumulate)
+    torch.testing.assert_close(fused, sum(xs) * 0.5)
+    assert peak_fused <= peak_strict + n * n * 4

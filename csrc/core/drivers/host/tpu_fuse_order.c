@@ -2,8 +2,9 @@
  *
  * Sink clustering, from the last node back: the last unassigned node m starts a cluster; while it
  * is fusable, the cluster admits the largest unassigned node j < m that shares a slot with one of
- * its nodes, is fusable with m's element count, and has no hazard (a slot both touch, at least one
- * writing it) with any unassigned node outside the cluster. The cluster is emitted in ascending
+ * its nodes, is fusable with m's element count, has no hazard (a slot both touch, at least one
+ * writing it) with any unassigned node outside the cluster, and would not hold a dead temporary of
+ * the graph alive until m (extends_temporary). The cluster is emitted in ascending
  * order after everything assigned later, so the order is the clusters in reverse discovery order.
  *
  * Why that order is legal, by induction over the scan. When a cluster is formed every node after m
@@ -37,6 +38,7 @@ typedef struct order_state {
   int *top_any;       /* per slot: one past the largest entry that may be unassigned */
   int *top_write;     /* the same over the slot's writers */
   int *seen;          /* per slot: the search that last walked it */
+  int *last;          /* per slot: the largest node touching it */
   bool *assigned;     /* per node */
   bool *fusable;      /* per node */
 } order_state;
@@ -60,8 +62,28 @@ static void build_lists(order_state *s) {
         s->touches[s->start[slot] + fill[slot] - 1].writes = true;
     }
   }
-  for (int slot = 0; slot < g->n_slots; slot++)
-    s->top_any[slot] = s->top_write[slot] = s->start[slot] + fill[slot];
+  for (int slot = 0; slot < g->n_slots; slot++) {
+    s->last[slot] = fill[slot] ? s->touches[s->start[slot] + fill[slot] - 1].node : -1;
+    s->top_any[slot] = s->top_write[slot] = s->start[slot] + fill[slot]; /* fill is top_any */
+  }
+}
+
+/* True when moving j down to m would keep alive a buffer made in this graph by a node outside the
+ * cluster, whose tensors died and which nothing at or after m reads: that memory would be held
+ * from j to m instead of given back after j (a chain accumulating per-timestep results would hold
+ * every timestep's). Buffers from before the graph, or kept by their tensors, are not made longer
+ * lived by it in a way the plan could avoid. */
+static bool extends_temporary(const order_state *s, int32_t j, int32_t m) {
+  const tpu_graph_node *node = &s->g->nodes[j];
+  for (int t = 0; t < node->call->n_inputs; t++) {
+    const tpu_graph_ref *r = &node->refs[t];
+    const tpu_tensor *x = &node->call->tensors[t];
+    if (r->slot < 0 || r->node < 0 || s->assigned[r->node] || s->last[r->slot] >= m || !x->buf)
+      continue;
+    if (!tpu_buffer_storage_alive(x->buf))
+      return true;
+  }
+  return false;
 }
 
 /* The largest unassigned node touching `slot` (writing it when `writes`), or -1. */
@@ -103,7 +125,7 @@ static int32_t next_member(order_state *s, const int32_t *cluster, int size, int
         if (j <= best)
           break;
         if (!s->assigned[j] && s->fusable[j] && tpu_fuse_out_numel(s->g, j) == numel &&
-            !hazard(s, j)) {
+            !hazard(s, j) && !extends_temporary(s, j, cluster[0])) {
           best = j;
           break;
         }
@@ -146,6 +168,7 @@ static void free_state(order_state *s) {
   free(s->top_any);
   free(s->top_write);
   free(s->seen);
+  free(s->last);
   free(s->assigned);
   free(s->fusable);
 }
@@ -161,10 +184,11 @@ static bool init_state(order_state *s, const tpu_graph *g) {
                      .top_any = calloc(slots, sizeof *s->top_any),
                      .top_write = calloc(slots, sizeof *s->top_write),
                      .seen = calloc(slots, sizeof *s->seen),
+                     .last = calloc(slots, sizeof *s->last),
                      .assigned = calloc(nodes, sizeof *s->assigned),
                      .fusable = calloc(nodes, sizeof *s->fusable)};
-  if (!s->touches || !s->start || !s->top_any || !s->top_write || !s->seen || !s->assigned ||
-      !s->fusable)
+  if (!s->touches || !s->start || !s->top_any || !s->top_write || !s->seen || !s->last ||
+      !s->assigned || !s->fusable)
     return false;
   /* Upper bounds of the list lengths (a node touching a slot twice counts twice). */
   for (int n = 0; n < g->n_nodes; n++) {
