@@ -159,3 +159,35 @@ def test_reordering_keeps_per_step_temporaries_short_lived() -> None:
     _, peak_strict = peak_of("strict", accumulate)
     torch.testing.assert_close(fused, sum(xs) * 0.5)
     assert peak_fused <= peak_strict + n * n * 4
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_sum_of_a_chain_is_reduced_tile_by_tile(dtype: torch.dtype) -> None:
+    gen = torch.Generator().manual_seed(0)
+    n = (1 << 20) + 3
+    a, b = torch.randn(n, generator=gen, dtype=dtype), torch.randn(n, generator=gen, dtype=dtype)
+    ta, tb = a.to(DEV), b.to(DEV)
+
+    def losses() -> torch.Tensor:
+        mse = ((ta - tb) ** 2).mean()
+        dot = (ta * tb).sum()
+        kept = ta * 2  # also needed by the caller: stored, and its sum read from the same tiles
+        return torch.stack([mse, dot, kept.sum(), kept[-1]])
+
+    torch.tpu.reset_fused_stats()
+    got, peak = peak_of("fused", losses)
+    stats = torch.tpu.fused_stats()
+    expected = torch.stack([((a - b) ** 2).mean(), (a * b).sum(), (a * 2).sum(), a[-1] * 2])
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-3)
+    # Three groups ending in their sums; only `kept` and the scalars ever had memory.
+    assert stats["fused_steps"] >= 3
+    assert peak < n * a.element_size() + MiB
+
+
+def test_partial_sums_are_not_fused() -> None:
+    x = torch.randn(64, 128)
+    t = x.to(DEV)
+    got, _ = peak_of("fused", lambda: (t * 3).sum(dim=0))
+    torch.testing.assert_close(got, (x * 3).sum(dim=0))
+    got, _ = peak_of("fused", lambda: (t.t() * 3).sum())
+    torch.testing.assert_close(got, (x.t() * 3).sum())

@@ -142,6 +142,37 @@ static void test_dead_input_memory_is_reused(void) {
   tpu_buffer_release_storage(z);
 }
 
+/* A sum of a chain's value is computed tile by tile: the value never gets memory. */
+static void test_sum_of_a_chain(void) {
+  tpu_stream *s = tpu_stream_get(0, 0);
+  tpu_buffer *x = ones(s);
+  CHECK_OK(tpu_stream_synchronize(s));
+  tpu_mem_reset_peak(0);
+  int64_t base = peak_allocated();
+  tpu_buffer *y = pending(), *total = NULL;
+  CHECK_OK(tpu_buffer_create_pending(0, 0, sizeof(float), &total));
+  CHECK_OK(add(s, x, x, y));
+  tpu_op_call *call = tpu_op_call_new(TPU_OP_SUM, 1, 1);
+  call->tensors[0] = view(y, NULL);
+  call->tensors[1] = (tpu_tensor){.buf = total, .dtype = TPU_FLOAT32, .ndim = 1};
+  call->tensors[1].sizes[0] = 1;
+  call->tensors[1].strides[0] = 1;
+  call->compute = TPU_FLOAT32;
+  CHECK_OK(tpu_fused_add(s, call));
+  tpu_buffer_release_storage(y);
+  float out = 0;
+  tpu_op_call *copy = tpu_op_call_new(TPU_OP_COPY, 1, 1);
+  copy->tensors[0] = call->tensors[1];
+  copy->tensors[1] = (tpu_tensor){.host = &out, .dtype = TPU_FLOAT32, .ndim = 1};
+  copy->tensors[1].sizes[0] = 1;
+  copy->tensors[1].strides[0] = 1;
+  CHECK_OK(tpu_op_launch_sync(s, copy));
+  CHECK(out == 2.0f * N);
+  CHECK(peak_allocated() - base < (int64_t)(N * sizeof(float)));
+  tpu_buffer_release_storage(total);
+  tpu_buffer_release_storage(x);
+}
+
 static void test_modes(void) {
   CHECK(tpu_eager_mode_parse("fused") == TPU_EAGER_FUSED);
   CHECK(tpu_eager_mode_parse("Debug") == TPU_EAGER_DEBUG);
@@ -164,6 +195,7 @@ int main(void) {
   RUN_TEST(test_graph_cap_and_undeferrable_calls);
   RUN_TEST(test_small_in_place_chain);
   RUN_TEST(test_dead_input_memory_is_reused);
+  RUN_TEST(test_sum_of_a_chain);
   RUN_TEST(test_modes);
   TEST_MAIN_END();
 }

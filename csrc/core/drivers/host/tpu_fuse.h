@@ -7,7 +7,10 @@
  * output's (a bias, read periodically). Any other node (an input broadcast along inner dimensions
  * or strided, another op family, a view of an earlier result the group cannot read tile by tile, a
  * partial overlap between the group's reads and writes of one buffer) ends the group and runs as a
- * single kernel through tpu_host_kernel, as does a group of one node. One pattern of two nodes is a
+ * single kernel through tpu_host_kernel, as does a group of one node. A sum (or mean) to one element
+ * of a value of the group, right after it (float32/float64 throughout), joins the group as its
+ * reduction: each tile of the value is summed as it is computed (float lanes into a double per
+ * chunk, chunks added in order), so the value itself is stored only if something else needs it. One pattern of two nodes is a
  * step of its own: nll_loss_backward followed by the log_softmax_backward that alone reads its
  * result (cross-entropy's backward) runs as one row kernel, so the mostly-zero gradient of the
  * log-probabilities never exists. Fused mode first reorders a cut graph (tpu_fuse_reorder) so

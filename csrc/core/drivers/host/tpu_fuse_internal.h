@@ -51,12 +51,16 @@ typedef struct fz_group {
   int n_nodes, n_values, n_consts;
   fz_node *nodes;
   fz_value *values;
+  int reduce_node;  /* graph index of a SUM over every element of a value, or -1 */
+  int reduce_val;   /* the value it sums, tile by tile as the group computes it */
+  bool reduce_mean; /* divide by the element count (mean) */
 } fz_group;
 
 typedef struct fz_step {
   int first, count;
   bool skip;          /* a dead node: nothing reads or needs its outputs */
   bool cross_entropy; /* nll_loss_backward then log_softmax_backward as one row kernel */
+  bool reduce;        /* a group whose last node sums one of its values (fz_group.reduce_node) */
   fz_group *group;    /* NULL: a single kernel (or the cross-entropy pair) */
 } fz_step;
 

@@ -172,8 +172,29 @@ bool tpu_fuse_cross_entropy_pair(const tpu_graph *g, int n) {
   return true;
 }
 
-/* Cuts the nodes into steps: maximal fusable runs, the cross-entropy pair, everything else one
- * node per step. */
+/* Whether node first + count sums every element of a value of the group [first, first + count)
+ * (sum or mean to one element, float32 or float64 throughout): the group then reduces the value
+ * tile by tile and never stores it unless something else needs it. */
+static bool reduces_group(const tpu_graph *g, int first, int count) {
+  int r = first + count;
+  if (r >= g->n_nodes)
+    return false;
+  const tpu_op_call *c = g->nodes[r].call;
+  const tpu_graph_ref *ref = &g->nodes[r].refs[0];
+  if (c->op != TPU_OP_SUM || c->n_inputs != 1 || c->n_outputs != 1 || ref->node < first ||
+      ref->node >= r)
+    return false;
+  const tpu_op_call *p = g->nodes[ref->node].call;
+  const tpu_tensor *src = &p->tensors[p->n_inputs + ref->index], *in = &c->tensors[0];
+  tpu_dtype dt = in->dtype;
+  return (dt == TPU_FLOAT32 || dt == TPU_FLOAT64) && c->compute == dt &&
+         c->tensors[1].dtype == dt && src->dtype == dt && in->offset == src->offset &&
+         tpu_tensor_is_contiguous(in) && tpu_tensor_numel(in) == tpu_fuse_out_numel(g, first) &&
+         tpu_tensor_numel(&c->tensors[1]) == 1;
+}
+
+/* Cuts the nodes into steps: maximal fusable runs (with a sum of one of their values), the
+ * cross-entropy pair, everything else one node per step. */
 static int partition(const tpu_graph *g, fz_step *steps) {
   int n_steps = 0;
   for (int i = 0; i < g->n_nodes;) {
@@ -184,14 +205,16 @@ static int partition(const tpu_graph *g, fz_step *steps) {
     }
     int count = 1;
     view_set views = {0};
-    if (tpu_fuse_eligible(g, i) && joins(g, i, i, &views))
+    bool chain = tpu_fuse_eligible(g, i) && joins(g, i, i, &views);
+    if (chain)
       while (i + count < g->n_nodes && count < FZ_MAX_GROUP && tpu_fuse_eligible(g, i + count) &&
              tpu_fuse_out_numel(g, i + count) == tpu_fuse_out_numel(g, i) &&
              joins(g, i, i + count, &views))
         count++;
     free(views.v);
-    steps[n_steps++] = (fz_step){.first = i, .count = count};
-    i += count;
+    bool reduce = chain && reduces_group(g, i, count);
+    steps[n_steps++] = (fz_step){.first = i, .count = count + reduce, .reduce = reduce};
+    i += count + reduce;
   }
   return n_steps;
 }
@@ -224,9 +247,9 @@ static bool plan_stores(const tpu_graph *g, tpu_fuse_plan *p, const int *step_of
       for (int k = 0; k < g->nodes[n].call->n_outputs; k++) {
         int f = p->out_base[n] + k;
         bool needed = g->nodes[n].refs[g->nodes[n].call->n_inputs + k].needed;
-        /* The cross-entropy pair writes its last output whatever happens to it. */
+        /* The cross-entropy pair and a group's sum write their last output in any case. */
         p->stores[f] = !fused || needed || read_outside[f] ||
-                       (st->cross_entropy && n == st->first + 1);
+                       ((st->cross_entropy || st->reduce) && n == st->first + st->count - 1);
         live |= needed || read_any[f];
       }
     st->skip = !fused && !live;
@@ -285,8 +308,8 @@ static fz_group *plan_group(const tpu_graph *g, const fz_step *st, int *value_of
     return NULL;
   }
   grp->numel = tpu_fuse_out_numel(g, st->first);
-  grp->n_nodes = st->count;
-  for (int j = 0; j < st->count; j++) {
+  grp->n_nodes = st->count - st->reduce;
+  for (int j = 0; j < grp->n_nodes; j++) {
     const tpu_op_call *c = g->nodes[st->first + j].call;
     fz_node *fn = &grp->nodes[j];
     fn->node = st->first + j;
@@ -298,6 +321,13 @@ static fz_group *plan_group(const tpu_graph *g, const fz_step *st, int *value_of
         value_of[p->out_base[fn->node] + k] = grp->n_values;
       plan_operand(g, grp, st->first, fn, k, value_of, p);
     }
+  }
+  grp->reduce_node = -1;
+  if (st->reduce) {
+    const tpu_graph_node *r = &g->nodes[st->first + grp->n_nodes];
+    grp->reduce_node = st->first + grp->n_nodes;
+    grp->reduce_val = value_of[p->out_base[r->refs[0].node] + r->refs[0].index];
+    grp->reduce_mean = r->call->scalars[0].i != 0;
   }
   return grp;
 }

@@ -29,6 +29,8 @@ typedef struct group_run {
   char **val_mem;   /* per value: element 0 in memory when stored */
   char *scratch;    /* chunk_layout.bytes per chunk */
   int *failed;      /* per group node: its loop met an integer division by zero */
+  double *partial;  /* per chunk: the sum of the reduced value over the chunk's tiles */
+  char *reduce_out; /* the sum's output element */
   chunk_layout lay;
 } group_run;
 
@@ -128,16 +130,60 @@ static void run_node(const group_run *r, int j, char *base, int64_t begin, int64
   }
 }
 
+/* The sum of n elements of a float32 or float64 value: float32 in 16 float lanes (vectorized)
+ * added into a double, as the sum kernel accumulates. */
+static double tile_sum(tpu_dtype dtype, const char *at, int64_t n) {
+  double sum = 0;
+  int64_t i = 0;
+  if (dtype == TPU_FLOAT64) {
+    for (const double *x = (const double *)at; i < n; i++)
+      sum += x[i];
+    return sum;
+  }
+  const float *x = (const float *)at;
+  float lanes[16] = {0};
+  for (; i + 16 <= n; i += 16)
+    for (int l = 0; l < 16; l++)
+      lanes[l] += x[i + l];
+  for (int l = 0; l < 16; l++)
+    sum += lanes[l];
+  for (; i < n; i++)
+    sum += x[i];
+  return sum;
+}
+
 static void run_chunk(int64_t begin, int64_t end, int chunk, void *arg) {
   group_run *r = arg;
+  const fz_group *grp = r->grp;
   char *base = r->scratch + (size_t)chunk * r->lay.bytes;
   fill_consts(r, base);
   for (int64_t tile = begin; tile < end; tile++) {
     int64_t first = tile * TPU_FUSE_TILE;
-    int64_t n = r->grp->numel - first < TPU_FUSE_TILE ? r->grp->numel - first : TPU_FUSE_TILE;
-    for (int j = 0; j < r->grp->n_nodes; j++)
+    int64_t n = grp->numel - first < TPU_FUSE_TILE ? grp->numel - first : TPU_FUSE_TILE;
+    for (int j = 0; j < grp->n_nodes; j++)
       run_node(r, j, base, first, n);
+    if (grp->reduce_node >= 0) {
+      const fz_value *v = &grp->values[grp->reduce_val];
+      const char *at = v->store
+                           ? r->val_mem[grp->reduce_val] + first * (int64_t)tpu_dtype_size(v->dtype)
+                           : base + r->lay.values + (size_t)grp->reduce_val * TILE_BYTES;
+      r->partial[chunk] += tile_sum(v->dtype, at, n);
+    }
   }
+}
+
+/* Adds the chunks' partial sums in chunk order (fixed boundaries: the result does not depend on
+ * which thread ran which chunk) and writes the sum or mean. */
+static void store_reduction(const group_run *r, int chunks) {
+  double total = 0;
+  for (int c = 0; c < chunks; c++)
+    total += r->partial[c];
+  if (r->grp->reduce_mean)
+    total /= (double)r->grp->numel;
+  if (r->grp->values[r->grp->reduce_val].dtype == TPU_FLOAT64)
+    *(double *)r->reduce_out = total;
+  else
+    *(float *)r->reduce_out = (float)total;
 }
 
 /* Element 0 of tensor `t` for reading (its buffer must have memory) or writing (given memory now
@@ -201,15 +247,20 @@ static tpu_status run_group(const fz_group *grp, const tpu_graph *g, int *failed
   r.val_mem = calloc((size_t)grp->n_values, sizeof *r.val_mem);
   r.failed = calloc((size_t)grp->n_nodes, sizeof *r.failed);
   r.scratch = aligned_alloc(64, r.lay.bytes * (size_t)chunks);
+  r.partial = calloc((size_t)chunks, sizeof *r.partial);
   tpu_status st = TPU_OK;
-  if (!r.ctx || !r.mem || !r.val_mem || !r.failed || !r.scratch)
+  if (!r.ctx || !r.mem || !r.val_mem || !r.failed || !r.scratch || !r.partial)
     st = tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot allocate a fused group's tile buffers");
   if (st == TPU_OK)
     st = locate_group(&r);
+  if (st == TPU_OK && grp->reduce_node >= 0)
+    st = locate(&g->nodes[grp->reduce_node].call->tensors[1], true, &r.reduce_out);
   if (st == TPU_OK) {
     for (int j = 0; j < grp->n_nodes; j++)
       load_ctx(&r.ctx[j], g->nodes[grp->nodes[j].node].call, &r.failed[j]);
     tpu_parallel_for(tiles, grain, run_chunk, &r);
+    if (grp->reduce_node >= 0)
+      store_reduction(&r, chunks);
     for (int j = 0; j < grp->n_nodes && st == TPU_OK; j++)
       if (__atomic_load_n(&r.failed[j], __ATOMIC_RELAXED)) {
         *failed_node = grp->nodes[j].node;
@@ -221,6 +272,7 @@ static tpu_status run_group(const fz_group *grp, const tpu_graph *g, int *failed
   free(r.val_mem);
   free(r.failed);
   free(r.scratch);
+  free(r.partial);
   return st;
 }
 
