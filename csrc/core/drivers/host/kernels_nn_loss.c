@@ -199,42 +199,55 @@ tpu_status tpu_kernel_nll_loss(const tpu_op_call *call) {
   return TPU_OK;
 }
 
+/* grad_input at (n, class cls, s): -weight[cls] * g, g being grad_output[n, s] (none) or the
+ * reduced scale. */
+static double nll_grad(const nll *l, int64_t cls, int64_t n, int64_t s) {
+  tpu_dtype dt = l->grad_input->dtype;
+  double g =
+      l->reduction == REDUCE_NONE ? -tpu_real_load(at2(l->grad_output, n, s), dt) : l->scale;
+  return nll_weight(l, cls) * g;
+}
+
 static void nll_backward_range(int64_t begin, int64_t end, int chunk, void *arg) {
   (void)chunk;
   nll *l = arg;
-  tpu_dtype dt = l->grad_input->dtype;
   for (int64_t e = begin; e < end; e++) {
     int64_t cls = nll_class(l, e), n = e / l->S, s = e % l->S;
-    if (cls < 0)
-      continue;
-    double g = l->reduction == REDUCE_NONE ? -tpu_real_load(at2(l->grad_output, n, s), dt)
-                                           : l->scale;
-    tpu_real_store(at3(l->grad_input, n, cls, s), dt, nll_weight(l, cls) * g);
+    if (cls >= 0)
+      tpu_real_store(at3(l->grad_input, n, cls, s), l->grad_input->dtype, nll_grad(l, cls, n, s));
   }
 }
 
-tpu_status tpu_kernel_nll_loss_backward(const tpu_op_call *call) {
-  nll l = {0};
+/* Reads an NLL_LOSS_BACKWARD call into `l` (grad_input: the call's output) and checks it. */
+static tpu_status nll_backward_setup(nll *l, const tpu_op_call *call) {
   int reduction = (int)call->scalars[0].i;
   const tpu_tensor *go = &call->tensors[0], *total = &call->tensors[2];
   const tpu_tensor *weight = call->n_inputs == 4 ? &call->tensors[3] : NULL;
   const tpu_tensor *gi = &call->tensors[call->n_inputs];
-  tpu_status st = nll_setup(&l, gi, &call->tensors[1], weight, reduction);
+  tpu_status st = nll_setup(l, gi, &call->tensors[1], weight, reduction);
   if (st != TPU_OK)
     return st;
-  l.ignore = call->scalars[1].i;
-  l.grad_output = go;
-  l.grad_input = gi;
+  l->ignore = call->scalars[1].i;
+  l->grad_output = go;
+  l->grad_input = gi;
   bool none = reduction == REDUCE_NONE;
   if (go->dtype != gi->dtype || total->dtype != gi->dtype || total->ndim != 0 ||
-      (none ? go->ndim != 2 || go->sizes[0] != l.N || go->sizes[1] != l.S : go->ndim != 0))
+      (none ? go->ndim != 2 || go->sizes[0] != l->N || go->sizes[1] != l->S : go->ndim != 0))
     return tpu_error(TPU_ERR_VALUE, "nll_loss_backward: malformed grad_output or total_weight");
   if (!none) {
     double g = tpu_real_load(tpu_tensor_data(go), go->dtype);
     double tw = tpu_real_load(tpu_tensor_data(total), total->dtype);
-    l.scale = -(reduction == REDUCE_MEAN ? tpu_real_round(gi->dtype, g / tw) : g);
+    l->scale = -(reduction == REDUCE_MEAN ? tpu_real_round(gi->dtype, g / tw) : g);
   }
-  tpu_zero_fill(gi);
+  return TPU_OK;
+}
+
+tpu_status tpu_kernel_nll_loss_backward(const tpu_op_call *call) {
+  nll l = {0};
+  tpu_status st = nll_backward_setup(&l, call);
+  if (st != TPU_OK)
+    return st;
+  tpu_zero_fill(l.grad_input);
   tpu_parallel_for(l.N * l.S, TPU_ITER_GRAIN, nll_backward_range, &l);
   return atomic_load(&l.bad) ? nll_target_error(&l) : TPU_OK;
 }
@@ -248,17 +261,13 @@ typedef struct ce_rows {
 static void ce_backward_range(int64_t begin, int64_t end, int chunk, void *arg) {
   (void)chunk;
   ce_rows *ce = arg;
-  nll *l = &ce->l;
+  const nll *l = &ce->l;
   tpu_dtype dt = ce->gi->dtype;
   int64_t C = l->C, el = (int64_t)tpu_dtype_size(dt);
   for (int64_t n = begin; n < end; n++) {
-    int64_t cls = nll_class(l, n);
-    double g = 0;
-    if (cls >= 0)
-      g = tpu_real_round(dt, nll_weight(l, cls) *
-                                 (l->reduction == REDUCE_NONE
-                                      ? -tpu_real_load(at2(l->grad_output, n, 0), dt)
-                                      : l->scale));
+    int64_t cls = nll_class(&ce->l, n);
+    /* The one nonzero of nll_loss_backward's row, rounded as it would be stored. */
+    double g = cls >= 0 ? tpu_real_round(dt, nll_grad(l, cls, n, 0)) : 0;
     const char *y = (const char *)tpu_tensor_data(ce->y) + n * C * el;
     char *gi = (char *)tpu_tensor_data(ce->gi) + n * C * el;
     /* As log_softmax_backward computes g - exp(y) * sum(g), with one nonzero g per row. */
@@ -273,26 +282,13 @@ tpu_status tpu_kernel_nll_log_softmax_backward(const tpu_op_call *nll_call,
                                                const tpu_op_call *lsm) {
   ce_rows ce = {.y = &lsm->tensors[1], .gi = &lsm->tensors[2]};
   nll *l = &ce.l;
-  int reduction = (int)nll_call->scalars[0].i;
-  const tpu_tensor *go = &nll_call->tensors[0], *total = &nll_call->tensors[2];
-  const tpu_tensor *weight = nll_call->n_inputs == 4 ? &nll_call->tensors[3] : NULL;
-  const tpu_tensor *g3 = &nll_call->tensors[nll_call->n_inputs];
-  tpu_status st = nll_setup(l, g3, &nll_call->tensors[1], weight, reduction);
+  tpu_status st = nll_backward_setup(l, nll_call);
   if (st != TPU_OK)
     return st;
-  tpu_dtype dt = ce.gi->dtype;
-  bool none = reduction == REDUCE_NONE;
-  if (l->S != 1 || ce.y->dtype != dt || g3->dtype != dt || go->dtype != dt ||
-      total->dtype != dt || (dt != TPU_FLOAT32 && dt != TPU_FLOAT64) ||
-      (none ? go->ndim != 2 || go->sizes[0] != l->N : go->ndim != 0))
+  tpu_dtype dt = l->grad_input->dtype;
+  if (l->S != 1 || ce.y->dtype != dt || ce.gi->dtype != dt ||
+      (dt != TPU_FLOAT32 && dt != TPU_FLOAT64))
     return tpu_error(TPU_ERR_VALUE, "nll_loss_backward: malformed cross-entropy pair");
-  l->ignore = nll_call->scalars[1].i;
-  l->grad_output = go;
-  if (!none) {
-    double g = tpu_real_load(tpu_tensor_data(go), dt);
-    double tw = tpu_real_load(tpu_tensor_data(total), dt);
-    l->scale = -(reduction == REDUCE_MEAN ? tpu_real_round(dt, g / tw) : g);
-  }
   ce.cls = nk_class(dt);
   int64_t grain = l->C > 0 ? TPU_ITER_GRAIN / l->C : 1;
   tpu_parallel_for(l->N, grain > 1 ? grain : 1, ce_backward_range, &ce);
