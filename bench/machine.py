@@ -49,6 +49,16 @@ def cpu_flags() -> set[str]:
     return set()
 
 
+def torch_bf16_gemm_fast() -> bool:
+    """Whether PyTorch CPU has a fast bf16 GEMM here: oneDNN's needs AVX-512 (BF16 or BW); without
+    it torch.mm in bf16 runs a reference loop at about 1 GFLOP/s, so large bf16 GEMMs would take
+    minutes per repetition."""
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
 def memory_bytes() -> int:
     try:
         m = re.search(r"MemTotal:\s+(\d+) kB", Path("/proc/meminfo").read_text())
@@ -108,6 +118,7 @@ def machine_info(threads: int) -> dict[str, object]:
         "memory_bytes": memory_bytes(),
         "llc_bytes": llc_bytes(),
         "avx512_bf16": "avx512_bf16" in cpu_flags(),
+        "torch_bf16_gemm_fast": torch_bf16_gemm_fast(),
         "torch_version": torch.__version__,
         "torch_blas": blas_info(),
         "python": platform.python_version(),

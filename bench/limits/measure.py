@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import torch
 
 from bench.limits.build import BuildError, load
-from bench.machine import blas_info, llc_bytes
+from bench.machine import blas_info, llc_bytes, torch_bf16_gemm_fast
 from bench.stats import Summary, summarize
 
 ISA_NAMES = {1: "AVX2+FMA", 2: "AVX-512", 3: "AVX-512 BF16"}
@@ -119,11 +119,13 @@ def measure_limits(threads: int, quick: bool) -> dict[str, Limit]:
     out["sgemm"] = Limit(
         "sgemm (torch.mm fp32)", "GFLOP/s", torch_gemm(n, torch.float32, 1, 3 if quick else 7), blas
     )
+    nb = n if torch_bf16_gemm_fast() else 512  # its reference loop: seconds per GFLOP
+    slow = "" if nb == n else "; no oneDNN bf16 kernel for this CPU: PyTorch's reference loop"
     out["bf16_gemm"] = Limit(
         "bf16 GEMM (torch.mm bf16)",
         "GFLOP/s",
-        torch_gemm(n, torch.bfloat16, 1, 3 if quick else 7),
-        blas,
+        torch_gemm(nb, torch.bfloat16, 1, 3 if quick else 7),
+        blas.replace(f"n={n}", f"n={nb}") + slow,
     )
     return out
 
