@@ -427,6 +427,29 @@ static void test_simd_helpers(void) {
   CHECK(tpu_expf_simd(88.72f) < INFINITY && isinf(tpu_expf_simd(88.7229f)));
   CHECK(tpu_expf_simd(-INFINITY) == 0 && isinf(tpu_expf_simd(INFINITY)));
   CHECK(isnan(tpu_expf_simd(NAN)) && tpu_expf_simd(0) == 1 && isinf(tpu_expf_simd(89)));
+
+  /* ln and ln(1 + x) against libm in double, rounded: every binade from subnormals to the
+   * largest float, and x near 0 for log1p, where ln(1 + x) ~ x must keep its digits. */
+  int64_t worst_log = 0, worst_log1p = 0;
+  for (double d = 0x1p-149; d < 3e38; d *= 1.0137) {
+    float x = (float)d;
+    float want = (float)log((double)x), got = tpu_logf_simd(x);
+    int64_t ulps = llabs((int64_t)tpu_f32_bits(want) - (int64_t)tpu_f32_bits(got));
+    worst_log = ulps > worst_log ? ulps : worst_log;
+    for (int sign = -1; sign <= 1 && x < 1; sign += 2) {
+      float y = (float)sign * x;
+      float want1 = (float)log1p((double)y), got1 = tpu_log1pf_simd(y);
+      int64_t u = llabs((int64_t)tpu_f32_bits(want1) - (int64_t)tpu_f32_bits(got1));
+      worst_log1p = u > worst_log1p ? u : worst_log1p;
+    }
+  }
+  CHECK(worst_log <= 2 && worst_log1p <= 3);
+  CHECK(tpu_logf_simd(1) == 0 && tpu_logf_simd(INFINITY) == INFINITY);
+  CHECK(tpu_logf_simd(0) == -INFINITY && tpu_logf_simd(-0.0f) == -INFINITY);
+  CHECK(isnan(tpu_logf_simd(-1)) && isnan(tpu_logf_simd(NAN)) && isnan(tpu_logf_simd(-INFINITY)));
+  CHECK(tpu_log1pf_simd(-1) == -INFINITY && tpu_log1pf_simd(INFINITY) == INFINITY);
+  CHECK(isnan(tpu_log1pf_simd(-2)) && isnan(tpu_log1pf_simd(NAN)) && tpu_log1pf_simd(1e-30f) == 1e-30f);
+  CHECK(fabsf(tpu_log1pf_simd(3e38f) - (float)log1p(3e38)) <= 1e-5f * 89);
 }
 
 int main(void) {

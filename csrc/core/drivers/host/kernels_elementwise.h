@@ -181,7 +181,11 @@ static inline float ew_normal_cdff(float x) {
 static inline double ew_exp_f64(double x) { return exp(x); }
 static inline double ew_tanh_f64(double x) { return tanh(x); }
 static inline double ew_erf_f64(double x) { return erf(x); }
+static inline double ew_log_f64(double x) { return log(x); }
+static inline double ew_log1p_f64(double x) { return log1p(x); }
 #define EW_EXP(x) _Generic((x), float: tpu_expf_simd, double: ew_exp_f64)(x)
+#define EW_LOG(x) _Generic((x), float: tpu_logf_simd, double: ew_log_f64)(x)
+#define EW_LOG1P(x) _Generic((x), float: tpu_log1pf_simd, double: ew_log1p_f64)(x)
 #define EW_TANH(x) _Generic((x), float: ew_tanhf, double: ew_tanh_f64)(x)
 #define EW_ERF(x) _Generic((x), float: ew_erff, double: ew_erf_f64)(x)
 static inline double ew_normal_cdf_f64(double x) { return 0.5 * (1 + erf(x * M_SQRT1_2)); }

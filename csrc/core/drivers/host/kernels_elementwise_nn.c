@@ -77,12 +77,12 @@ FLOAT_OP(SILU_BACKWARD, silu_backward, tpu_kernel_silu_backward, unused)
 FLOAT_OP(EW_GEN2, sigmoid_backward, tpu_kernel_sigmoid_backward, a * (1 - b) * b)
 FLOAT_OP(EW_GEN2, tanh_backward, tpu_kernel_tanh_backward, a * fma(-b, b, (T)1)) /* as CPU: fused */
 
-FLOAT_OP(EW_GEN1, mish, tpu_kernel_mish, a * EW_TANH(log1p(EW_EXP(a))))
+FLOAT_OP(EW_GEN1, mish, tpu_kernel_mish, a * EW_TANH(EW_LOG1P(EW_EXP(a))))
 #define MISH_BACKWARD(D, T_, U, op, unused)                                                        \
   static inline T_ op##_##D##_value(T_ dy, T_ x) {                                                 \
     typedef T_ T;                                                                                  \
     T sigmoid = 1 / (1 + EW_EXP(-x));                                                              \
-    T tanh_softplus = EW_TANH(log1p(EW_EXP(x)));                                                   \
+    T tanh_softplus = EW_TANH(EW_LOG1P(EW_EXP(x)));                                                \
     return dy * (tanh_softplus + x * sigmoid * (1 - tanh_softplus * tanh_softplus));               \
   }                                                                                                \
   EW_GEN2(D, T_, U, op, op##_##D##_value(a, b))
@@ -90,7 +90,7 @@ FLOAT_OP(MISH_BACKWARD, mish_backward, tpu_kernel_mish_backward, unused)
 
 /* ---- softplus, elu, leaky_relu ---- */
 FLOAT_OP(EW_GEN1, softplus, tpu_kernel_softplus,
-         a * s0 > s1 ? a : log1p(EW_EXP(a * s0)) / s0)
+         a * s0 > s1 ? a : EW_LOG1P(EW_EXP(a * s0)) / s0)
 #define SOFTPLUS_BACKWARD(D, T_, U, op, unused)                                                    \
   static inline T_ op##_##D##_value(T_ dy, T_ x, T_ beta, T_ threshold) {                          \
     typedef T_ T;                                                                                  \

@@ -73,4 +73,42 @@ static inline float tpu_expf_simd(float x) {
   return tpu_select_f32(x != x, x, y);
 }
 
+/* ln x for float within about 1 ulp (Cephes' logf: x = m 2^e with m in [sqrt(1/2), sqrt(2)), a
+ * polynomial in m - 1, ln 2 split in two), subnormal inputs scaled by 2^23 first; -inf for +-0,
+ * NaN below 0 and for NaN, +inf for +inf. No branches and no libm call, so loops vectorize. */
+static inline float tpu_logf_simd(float x) {
+  int subnormal = x < 0x1p-126f;
+  uint32_t bits = tpu_f32_bits(tpu_select_f32(subnormal, x * 0x1p23f, x));
+  int32_t e = (int32_t)((bits >> 23) & 0xff) - 126 - (subnormal ? 23 : 0);
+  float m = tpu_bits_f32((bits & 0x007fffffu) | 0x3f000000u); /* [0.5, 1) */
+  int low = m < 0.707106781186547524f;
+  e -= low;
+  m = (low ? m + m : m) - 1.0f;
+  float z = m * m, fe = (float)e;
+  float p = 7.0376836292e-2f;
+  p = fmaf(p, m, -1.1514610310e-1f);
+  p = fmaf(p, m, 1.1676998740e-1f);
+  p = fmaf(p, m, -1.2420140846e-1f);
+  p = fmaf(p, m, 1.4249322787e-1f);
+  p = fmaf(p, m, -1.6668057665e-1f);
+  p = fmaf(p, m, 2.0000714765e-1f);
+  p = fmaf(p, m, -2.4999993993e-1f);
+  p = fmaf(p, m, 3.3333331174e-1f);
+  float y = fmaf(fe, -2.12194440e-4f, p * m * z);
+  y = fmaf(-0.5f, z, y);
+  y = fmaf(fe, 0.693359375f, m + y);
+  y = tpu_select_f32(x == INFINITY, x, y);
+  y = tpu_select_f32(x == 0, -INFINITY, y);
+  return tpu_select_f32(x < 0 || x != x, NAN, y);
+}
+
+/* ln(1 + x) for float: ln u * x / (u - 1) with u = 1 + x rounded, which cancels the rounding of u
+ * (Goldberg), x itself where u is 1, +inf for +inf; as accurate as tpu_logf_simd. */
+static inline float tpu_log1pf_simd(float x) {
+  float u = 1.0f + x;
+  float y = tpu_logf_simd(u) * (x / (u - 1.0f));
+  y = tpu_select_f32(u == 1.0f, x, y);
+  return tpu_select_f32(x == INFINITY, x, y);
+}
+
 #endif
