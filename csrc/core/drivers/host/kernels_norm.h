@@ -35,6 +35,11 @@ void nk_sub2(rk_class cls, void *y, const void *x, int64_t n, double a, double b
 void nk_affine(rk_class cls, void *y, const void *x, int64_t n, double a, double b, const void *w,
                const void *c);
 
+/* pw[i] += dy[i] * xhat[i] (the product in the class's precision) and pb[i] += dy[i], in double:
+ * one row's share of the per-column sums of a norm's weight and bias gradients. */
+void nk_accum_grads(rk_class cls, double *pw, double *pb, const void *dy, const void *xhat,
+                    int64_t n);
+
 /* Loads n elements of dtype dt (stride bytes apart) as class cls into buf, or returns the
  * elements themselves when they already are dense values of that class. */
 const void *nk_load(rk_class cls, tpu_dtype dt, const char *src, int64_t n, int64_t stride,

@@ -115,16 +115,8 @@ static void backward_rows(const norm_job *j, int64_t r0, int64_t r1, char *ws, d
       }
       nk_store(c, j->dx->dtype, out, dx, n, col_step(j->dx));
     }
-    if (present(j->dw) || (!j->rms && present(j->db))) {
-      /* The per-column sums need the values in double: widen once per row. */
-      double *pw = part, *pb = part + n;
-      for (int64_t k = 0; k < n; k++) {
-        double d = c == RK_F ? ((const float *)dy)[k] : ((const double *)dy)[k];
-        double h = c == RK_F ? ((const float *)xhat)[k] : ((const double *)xhat)[k];
-        pw[k] += c == RK_F ? (double)((float)d * (float)h) : d * h;
-        pb[k] += d;
-      }
-    }
+    if (present(j->dw) || (!j->rms && present(j->db)))
+      nk_accum_grads(c, part, part + n, dy, xhat, n);
   }
 }
 

@@ -111,6 +111,13 @@
     else                                                                                           \
       for (int64_t i = 0; i < n; i++)                                                              \
         y[i] = x[i] * a + b;                                                                       \
+  }                                                                                                \
+  TPU_SIMD static void accum_grads_##S(double *restrict pw, double *restrict pb,                   \
+                                       const T *restrict dy, const T *restrict xhat, int64_t n) {  \
+    for (int64_t i = 0; i < n; i++) {                                                              \
+      pw[i] += (double)(dy[i] * xhat[i]);                                                          \
+      pb[i] += (double)dy[i];                                                                      \
+    }                                                                                              \
   }
 
 ROW_FUNCS(f, float, int32_t, EXP_F, T_EXP_F)
@@ -160,6 +167,14 @@ void nk_affine(rk_class cls, void *y, const void *x, int64_t n, double a, double
     affine_f(y, x, n, (float)a, (float)b, w, c);
   else
     affine_d(y, x, n, a, b, w, c);
+}
+
+void nk_accum_grads(rk_class cls, double *pw, double *pb, const void *dy, const void *xhat,
+                    int64_t n) {
+  if (cls == RK_F)
+    accum_grads_f(pw, pb, dy, xhat, n);
+  else
+    accum_grads_d(pw, pb, dy, xhat, n);
 }
 
 rk_class nk_class(tpu_dtype dt) { return dt == TPU_FLOAT64 ? RK_D : RK_F; }
