@@ -114,18 +114,24 @@ def measure_limits(threads: int, quick: bool) -> dict[str, Limit]:
                 out[name].reason = f"CPU lacks {ISA_NAMES[code]}"
                 continue
             out[name].samples = peak(lib, code, threads, reps, 0.15 if quick else 0.5)
-    n = 4096
-    blas = f"torch.mm n={n}, torch CPU BLAS (BLAS_INFO={blas_info()}), {threads} threads"
+
+    def blas(n: int) -> str:
+        return f"torch.mm n={n}, torch CPU BLAS (BLAS_INFO={blas_info()}), {threads} threads"
+
     out["sgemm"] = Limit(
-        "sgemm (torch.mm fp32)", "GFLOP/s", torch_gemm(n, torch.float32, 1, 3 if quick else 7), blas
+        "sgemm (torch.mm fp32)",
+        "GFLOP/s",
+        torch_gemm(4096, torch.float32, 1, 3 if quick else 7),
+        blas(4096),
     )
-    nb = n if torch_bf16_gemm_fast() else 512  # its reference loop: seconds per GFLOP
-    slow = "" if nb == n else "; no oneDNN bf16 kernel for this CPU: PyTorch's reference loop"
+    fast = torch_bf16_gemm_fast()
+    nb = 4096 if fast else 512  # PyTorch's reference loop takes seconds per GFLOP
+    slow = "" if fast else "; no oneDNN bf16 kernel for this CPU: PyTorch's reference loop"
     out["bf16_gemm"] = Limit(
         "bf16 GEMM (torch.mm bf16)",
         "GFLOP/s",
         torch_gemm(nb, torch.bfloat16, 1, 3 if quick else 7),
-        blas.replace(f"n={n}", f"n={nb}") + slow,
+        blas(nb) + slow,
     )
     return out
 

@@ -30,8 +30,9 @@ static inline uint32_t tpu_f32_bits(float f) {
   return bits;
 }
 
-/* cond ? a : b through bit masks: GCC will not if-convert a float select whose arms it computed
- * (under -ftrapping-math it refuses to speculate them), and then the loop does not vectorize. */
+/* cond ? a : b through bit masks: under -ftrapping-math (GCC's default; the core itself builds
+ * with -fno-trapping-math, its C tests do not) GCC will not if-convert a float select whose arms
+ * it computed, and then a loop calling these helpers would not vectorize. */
 static inline float tpu_select_f32(int cond, float a, float b) {
   uint32_t m = 0u - (uint32_t)(cond != 0);
   return tpu_bits_f32((m & tpu_f32_bits(a)) | (~m & tpu_f32_bits(b)));
