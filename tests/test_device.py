@@ -24,6 +24,15 @@ def test_autoload_opt_out() -> None:
     assert result.stdout.strip() == "False"
 
 
+def test_import_torch_tpu_before_torch() -> None:
+    # torch's autoload then runs while torch_tpu is still half imported.
+    result = run_python(
+        "import torch_tpu\nimport torch\nprint((torch.ones(3, device='tpu') + 1).cpu().tolist())"
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[2.0, 2.0, 2.0]"
+
+
 def test_no_thread_at_import() -> None:
     code = """
         import os

@@ -11,7 +11,17 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-import torch
+
+def _autoload() -> None:
+    """Entry point for ``torch.backends``, which torch calls at the end of ``import torch``.
+
+    Loading the entry point imports this module, whose last line registers the device, so there
+    is nothing left to do here. It is defined before ``import torch`` because ``import torch_tpu``
+    run first reaches torch's autoload while this module is still half imported.
+    """
+
+
+import torch  # noqa: E402  (after _autoload, see there)
 
 _registered = False
 
@@ -41,11 +51,6 @@ def _hand_over_blas() -> None:
     libs = sorted((Path(spec.origin).parent / "lib").glob("libscipy_openblas*.so*"))
     if libs:
         torch.ops.torch_tpu._set_blas_library(str(libs[0]))
-
-
-def _autoload() -> None:
-    """Entry point for ``torch.backends``: runs at the end of ``import torch``."""
-    _register()
 
 
 _register()
