@@ -60,6 +60,40 @@ def test_mode_is_thread_local() -> None:
     assert seen == ["strict"]
 
 
+def test_debug_mode_is_thread_local() -> None:
+    # A thread in debug mode on its own stream blocks; this thread's launches stay asynchronous.
+    inside, leave = threading.Event(), threading.Event()
+    seen: list[bool] = []
+
+    def debug_thread() -> None:
+        with torch.tpu.stream(torch.tpu.Stream()), torch.tpu.eager_mode("debug"):
+            seen.append(torch_tpu_launch_blocking())
+            inside.set()
+            leave.wait()
+
+    t = threading.Thread(target=debug_thread)
+    t.start()
+    try:
+        assert inside.wait(60)
+        assert not torch_tpu_launch_blocking()
+        y = torch.ones(2, device=DEV)[torch.tensor([5], device=DEV)]  # out of range
+        with pytest.raises(RuntimeError, match="asynchronous error occurred in tpu op .index."):
+            torch.tpu.synchronize()  # strict: the error surfaces here, not at the op
+    finally:
+        leave.set()
+        t.join()
+    assert seen == [True]
+    del y
+
+
+def test_backward_keeps_debug_mode_on_autograd_thread() -> None:
+    x = torch.zeros(3, device=DEV, requires_grad=True)
+    with torch.tpu.eager_mode("debug"), torch.tpu.debug_nan_check():
+        y = x.sqrt().sum()  # sqrt(0) is finite; its gradient is not
+        with pytest.raises(RuntimeError, match="produced inf"):
+            y.backward()  # checked at the op on autograd's device thread, so raised here
+
+
 def test_set_eager_mode_is_process_wide() -> None:
     torch.tpu.set_eager_mode("fused")
     try:
@@ -156,8 +190,11 @@ def test_materializing_a_pending_buffer_elsewhere_cuts_the_graph(fused: None) ->
     torch.tpu.reset_fused_stats()
     y = x + 1
     with torch.tpu.stream(side):
-        z = y * 2  # another stream's graph needs y live
+        z = y * 2  # another stream's graph needs y live: y's graph is cut and queued
     assert cuts() == {"materialize": 1}
+    # As on CUDA, reading y on another stream needs an order: here y's stream finishes before the
+    # side stream's graph is queued.
+    torch.tpu.current_stream().synchronize()
     side.synchronize()
     assert z.tolist() == [4.0] * 4
 

@@ -244,7 +244,6 @@ PYBIND11_MODULE(_C, m) {
   m.def("_op_stats", &op_stats);
   m.def("_reset_op_stats", [] { tpu_op_reset_counts(); });
   m.def("_env_vars", &env_vars);
-  m.def("_set_launch_blocking", [](bool on) { tpu_set_launch_blocking(on); });
   m.def("_set_nan_check", [](bool on) { tpu_set_nan_check(on); });
   m.def("_nan_check", [] { return tpu_nan_check(); });
   m.def("_set_op_trace", [](bool on) { tpu_set_op_trace(on); });

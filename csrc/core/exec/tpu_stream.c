@@ -53,7 +53,18 @@ double tpu_now_us(void) {
   return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
+/* -1: the thread follows the process setting (launch_blocking). */
+static _Thread_local signed char thread_launch_blocking = -1;
+
+void tpu_set_thread_launch_blocking(int on) {
+  thread_launch_blocking = (signed char)(on < 0 ? -1 : on > 0);
+}
+
+int tpu_thread_launch_blocking(void) { return thread_launch_blocking; }
+
 bool tpu_launch_blocking(void) {
+  if (thread_launch_blocking >= 0)
+    return thread_launch_blocking == 1;
   int v = atomic_load(&launch_blocking);
   if (v < 0) {
     v = tpu_env_flag("TORCH_TPU_LAUNCH_BLOCKING", false);
@@ -143,6 +154,9 @@ static void record_error(tpu_stream *s, const char *name, tpu_status st, const c
 
 static void *worker_main(void *arg) {
   tpu_stream *s = arg;
+  /* What runs here is asynchronous work, whatever the process setting says (debug checks apply
+   * to work run inline only). */
+  tpu_set_thread_launch_blocking(0);
   for (;;) {
     double spin_until = tpu_now_us() + TPU_SPIN_US;
     while (atomic_load(&s->submitted) == atomic_load(&s->completed) && tpu_now_us() < spin_until)

@@ -76,6 +76,13 @@ tpu_status tpu_device_synchronize(int device);
 
 /* Turns launch blocking on or off for the calling process (initially TORCH_TPU_LAUNCH_BLOCKING). */
 void tpu_set_launch_blocking(bool on);
+
+/* Launch blocking for the calling thread alone: 1 or 0 override the process setting, -1 (the
+ * initial value) follows it; so debug mode on one thread leaves the others asynchronous. */
+void tpu_set_thread_launch_blocking(int on);
+int tpu_thread_launch_blocking(void);
+
+/* Whether work submitted from the calling thread runs inline: its override, else the process's. */
 bool tpu_launch_blocking(void);
 
 /* Microseconds since an arbitrary fixed point (CLOCK_MONOTONIC). */

@@ -41,7 +41,7 @@ struct TpuDeviceAllocator final : public c10::DeviceAllocator {
     tpu_buffer* buffer = nullptr;
     tpu_stream* core = core_stream(stream);
     // Fused mode: memory comes when the graph that writes the buffer runs, if the buffer is alive.
-    if (eager_mode_for(core) == TPU_EAGER_FUSED && !tpu_launch_blocking()) {
+    if (eager_mode_for(core) == TPU_EAGER_FUSED) {
       check(tpu_buffer_create_pending(device, static_cast<int>(stream.id()), nbytes, &buffer));
     } else {
       check(tpu_buffer_create(device, static_cast<int>(stream.id()), nbytes, &buffer));

@@ -159,6 +159,8 @@ tpu_eager_mode thread_eager_mode() {
 
 void set_thread_eager_mode(tpu_eager_mode mode) {
   thread_mode = mode;
+  // Debug mode is launch blocking, for this thread alone.
+  tpu_set_thread_launch_blocking(mode == TPU_EAGER_UNSET ? -1 : mode == TPU_EAGER_DEBUG);
 }
 
 tpu_eager_mode eager_mode_for(tpu_stream* stream) {
@@ -192,18 +194,40 @@ static void cut_at_backward() {
       [] { check(tpu_fused_flush_device(-1, TPU_CUT_BACKWARD)); });
 }
 
+namespace {
+
+// For one launch, the calling thread blocks as the mode the launch runs in says (debug mode is
+// launch blocking): a thread without its own mode, such as autograd's device thread, follows the
+// stream's mode. Restores the thread's setting after.
+class LaunchBlocking {
+ public:
+  explicit LaunchBlocking(tpu_eager_mode mode) : saved_(tpu_thread_launch_blocking()) {
+    tpu_set_thread_launch_blocking(mode == TPU_EAGER_DEBUG);
+  }
+  ~LaunchBlocking() {
+    tpu_set_thread_launch_blocking(saved_);
+  }
+  LaunchBlocking(const LaunchBlocking&) = delete;
+  LaunchBlocking& operator=(const LaunchBlocking&) = delete;
+
+ private:
+  int saved_;
+};
+
+} // namespace
+
 void launch(c10::DeviceIndex device, tpu_op_call* call) {
   follow_torch_threads();
   tpu_stream* stream = current_core_stream(device);
-  if (!tpu_launch_blocking() && tpu_op_debug_requested()) {
+  tpu_eager_mode mode = eager_mode_for(stream);
+  LaunchBlocking blocking(mode);
+  if (mode != TPU_EAGER_DEBUG && tpu_op_debug_requested()) {
     TORCH_WARN_ONCE(
         "the NaN/Inf check and the op trace (TORCH_TPU_CHECK_NAN, TORCH_TPU_OP_TRACE, "
         "torch.tpu.set_debug_nan_check, set_debug_op_trace, debug_op_trace) apply in debug mode "
-        "only: ops in ", tpu_eager_mode_name(eager_mode_for(stream)), " mode are neither checked "
-        "nor traced");
+        "only: ops in ", tpu_eager_mode_name(mode), " mode are neither checked nor traced");
   }
-  // Debug mode is launch blocking, which wins over a fused stream.
-  if (eager_mode_for(stream) == TPU_EAGER_FUSED && !tpu_launch_blocking()) {
+  if (mode == TPU_EAGER_FUSED) {
     cut_at_backward();
     check(tpu_fused_add(stream, call));
     return;
@@ -221,6 +245,7 @@ void launch(c10::DeviceIndex device, tpu_op_call* call) {
 void launch_sync(c10::DeviceIndex device, tpu_op_call* call) {
   follow_torch_threads();
   tpu_stream* stream = current_core_stream(device);
+  LaunchBlocking blocking(eager_mode_for(stream));
   tpu_status st = tpu_fused_flush(stream, TPU_CUT_HOST_READ);
   if (st != TPU_OK) {
     tpu_op_call_free(call);

@@ -35,23 +35,20 @@ def get_eager_mode() -> str:
 @contextmanager
 def eager_mode(mode: str) -> Iterator[None]:
     """Runs the block in `mode` on the calling thread and on its current stream, so autograd's
-    device thread runs backward in the same mode; nestable, restores both on exit. Debug mode is
-    launch blocking, which is process-wide while the block runs."""
+    device thread runs backward in the same mode; nestable, restores both on exit. Other threads
+    keep their own mode (in debug mode only this thread's launches, and backward's, block)."""
     _check(mode)
     device = torch.tpu.current_device()
     stream_id = _C._current_stream(device)[0]
     old_thread = _C._thread_eager_mode()
     old_stream = _C._stream_eager_mode(stream_id, device)
-    old_blocking = _C._launch_blocking()
     _C._set_thread_eager_mode(mode)
     _C._set_stream_eager_mode(stream_id, device, mode)
-    _C._set_launch_blocking(mode == "debug")
     try:
         yield
     finally:
         _C._set_thread_eager_mode(old_thread)
         _C._set_stream_eager_mode(stream_id, device, old_stream)
-        _C._set_launch_blocking(old_blocking)
 
 
 def is_materialized(tensor: torch.Tensor) -> bool:
