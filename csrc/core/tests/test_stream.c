@@ -134,6 +134,41 @@ static void test_launch_blocking(void) {
 
 static pthread_t ran_on;
 
+static tpu_status run_record_thread(void *arg);
+
+static void *submit_and_record(void *arg) {
+  CHECK_OK(tpu_stream_submit(arg, "on another thread", run_record_thread, NULL, NULL));
+  CHECK_OK(tpu_stream_synchronize(arg));
+  return NULL;
+}
+
+/* A thread's override wins over the process setting, for that thread alone; work queued while
+ * the process blocks runs on the worker, which never blocks. */
+static void test_thread_launch_blocking(void) {
+  tpu_stream *s = tpu_stream_get(0, 0);
+  CHECK(tpu_thread_launch_blocking() == -1);
+  tpu_set_thread_launch_blocking(1);
+  CHECK(tpu_launch_blocking());
+  CHECK(tpu_stream_submit(s, "index_select", run_failing, NULL, NULL) == TPU_ERR_INDEX);
+  CHECK_OK(tpu_stream_synchronize(s));
+  pthread_t other; /* no override there: the process setting (off) holds */
+  CHECK(pthread_create(&other, NULL, submit_and_record, s) == 0);
+  CHECK(pthread_join(other, NULL) == 0);
+  CHECK(!pthread_equal(ran_on, other));
+
+  tpu_set_launch_blocking(true);
+  tpu_set_thread_launch_blocking(0);
+  CHECK(!tpu_launch_blocking());
+  CHECK_OK(tpu_stream_submit(s, "index_select", run_failing, NULL, NULL)); /* queued */
+  CHECK(tpu_stream_synchronize(s) == TPU_ERR_RUNTIME); /* an asynchronous error */
+  CHECK(pthread_create(&other, NULL, submit_and_record, s) == 0);
+  CHECK(pthread_join(other, NULL) == 0);
+  CHECK(pthread_equal(ran_on, other)); /* inline on the thread that follows the process */
+  tpu_set_launch_blocking(false);
+  tpu_set_thread_launch_blocking(-1);
+  CHECK(tpu_thread_launch_blocking() == -1);
+}
+
 static tpu_status run_record_thread(void *arg) {
   (void)arg;
   ran_on = pthread_self();
@@ -197,6 +232,7 @@ int main(void) {
   RUN_TEST(test_async_error);
   RUN_TEST(test_streams_and_events);
   RUN_TEST(test_launch_blocking);
+  RUN_TEST(test_thread_launch_blocking);
   RUN_TEST(test_run_if_idle);
   RUN_TEST(test_bad_arguments);
   TEST_MAIN_END();
