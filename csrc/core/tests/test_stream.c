@@ -136,6 +136,14 @@ static pthread_t ran_on;
 
 static tpu_status run_record_thread(void *arg);
 
+static bool worker_blocking;
+
+static tpu_status run_record_blocking(void *arg) {
+  (void)arg;
+  worker_blocking = tpu_launch_blocking();
+  return TPU_OK;
+}
+
 static void *submit_and_record(void *arg) {
   CHECK_OK(tpu_stream_submit(arg, "on another thread", run_record_thread, NULL, NULL));
   CHECK_OK(tpu_stream_synchronize(arg));
@@ -161,6 +169,10 @@ static void test_thread_launch_blocking(void) {
   CHECK(!tpu_launch_blocking());
   CHECK_OK(tpu_stream_submit(s, "index_select", run_failing, NULL, NULL)); /* queued */
   CHECK(tpu_stream_synchronize(s) == TPU_ERR_RUNTIME); /* an asynchronous error */
+  worker_blocking = true;
+  CHECK_OK(tpu_stream_submit(s, "blocking?", run_record_blocking, NULL, NULL));
+  CHECK_OK(tpu_stream_synchronize(s));
+  CHECK(!worker_blocking);
   CHECK(pthread_create(&other, NULL, submit_and_record, s) == 0);
   CHECK(pthread_join(other, NULL) == 0);
   CHECK(pthread_equal(ran_on, other)); /* inline on the thread that follows the process */
