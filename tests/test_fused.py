@@ -199,6 +199,18 @@ def test_materializing_a_pending_buffer_elsewhere_cuts_the_graph(fused: None) ->
     assert z.tolist() == [4.0] * 4
 
 
+def test_record_stream_materializes_a_pending_buffer(fused: None) -> None:
+    x = torch.ones(4, device=DEV)
+    torch.tpu.synchronize()
+    torch.tpu.reset_fused_stats()
+    side = torch.tpu.Stream()
+    y = x + 1
+    y.record_stream(side)  # recorded on its memory, which it needs now
+    assert torch.tpu.is_materialized(y)
+    assert cuts() == {"materialize": 1}
+    assert y.tolist() == [2.0] * 4
+
+
 def test_graph_size_cap(fused: None) -> None:
     x = torch.zeros(4, device=DEV)
     torch.tpu.synchronize()

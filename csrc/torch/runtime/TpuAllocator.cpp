@@ -70,10 +70,7 @@ struct TpuDeviceAllocator final : public c10::DeviceAllocator {
   }
 
   void recordStream(const c10::DataPtr& ptr, c10::Stream stream) override {
-    auto* buffer = static_cast<tpu_buffer*>(ptr.get_context());
-    if (buffer && tpu_buffer_is_live(buffer)) {
-      tpu_mem_record_stream(tpu_buffer_memory(buffer), static_cast<int>(stream.id()));
-    }
+    record_data_on_stream(ptr, stream);
   }
 
   c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override {
@@ -104,6 +101,19 @@ TpuDeviceAllocator global_allocator;
 } // namespace
 
 REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &global_allocator)
+
+void record_data_on_stream(const c10::DataPtr& data, const c10::Stream& stream) {
+  auto* buffer = static_cast<tpu_buffer*>(data.get_context());
+  if (!buffer) {
+    return;
+  }
+  // Memory a pending buffer got later would not know of the stream's use, and could be reused
+  // while that stream still reads it.
+  if (!tpu_buffer_is_live(buffer)) {
+    check(tpu_buffer_materialize(buffer));
+  }
+  tpu_mem_record_stream(tpu_buffer_memory(buffer), static_cast<int>(stream.id()));
+}
 
 c10::DataPtr wrap_buffer(tpu_buffer* buffer) {
   return c10::DataPtr(

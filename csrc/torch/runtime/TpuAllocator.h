@@ -17,6 +17,10 @@ c10::DataPtr wrap_buffer(tpu_buffer* buffer);
 // Resizes a tpu storage to `nbytes`, keeping the leading bytes (Storage.resize_, Tensor.resize_).
 void resize_storage_bytes(c10::StorageImpl* storage, size_t nbytes);
 
+// Tensor.record_stream: the block of `data` stays out of the pool until `stream` ran the work
+// queued so far. A pending buffer (fused mode) gets its memory first, so the record is not lost.
+void record_data_on_stream(const c10::DataPtr& data, const c10::Stream& stream);
+
 // Converts the core's statistics for `device` into PyTorch's struct.
 c10::CachingDeviceAllocator::DeviceStats device_stats(c10::DeviceIndex device);
 

@@ -2,13 +2,13 @@
 // forwarded to the core.
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
+#include "runtime/TpuAllocator.h"
 #include "runtime/TpuCore.h"
 #include "runtime/TpuStreams.h"
 
 extern "C" {
 #include "core/exec/tpu_device.h"
 #include "core/exec/tpu_event.h"
-#include "core/mem/tpu_allocator.h"
 }
 
 namespace torch_tpu {
@@ -142,10 +142,7 @@ struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
 
   void recordDataPtrOnStream(const c10::DataPtr& data, const c10::Stream& stream) const override {
-    auto* buffer = static_cast<tpu_buffer*>(data.get_context());
-    if (buffer && tpu_buffer_is_live(buffer)) {
-      tpu_mem_record_stream(tpu_buffer_memory(buffer), static_cast<int>(stream.id()));
-    }
+    record_data_on_stream(data, stream);
   }
 };
 
