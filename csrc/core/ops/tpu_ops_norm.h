@@ -14,6 +14,7 @@
   X(RMS_NORM, "rms_norm", tpu_kernel_rms_norm)  \
   X(RMS_NORM_BACKWARD, "rms_norm_backward", tpu_kernel_rms_norm_backward)  \
   X(BATCH_NORM, "batch_norm", tpu_kernel_batch_norm)  \
-  X(BATCH_NORM_BACKWARD, "batch_norm_backward", tpu_kernel_batch_norm_backward)
+  X(BATCH_NORM_BACKWARD, "batch_norm_backward", tpu_kernel_batch_norm_backward)  \
+  X(BATCH_NORM_APPLY, "batch_norm_apply", tpu_kernel_batch_norm_apply)
 
 #endif

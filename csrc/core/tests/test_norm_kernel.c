@@ -272,6 +272,18 @@ static void check_batch_norm(int channels_last) {
           int64_t i = n * strides[0] + c * strides[1] + s * strides[2];
           bad += !close_to(y[i], (x[i] - used_mean[c]) * used_invstd[c] * w[c] + b[c], 1e-5);
         }
+    /* BATCH_NORM_APPLY recomputes Y bit for bit from what the forward saved (fused mode's
+     * rematerialization relies on it). */
+    float y2[BT];
+    tpu_tensor ap[6] = {t[0], t[1], t[2], t[4], t[5], host_view(y2, TPU_FLOAT32, 3, sizes, strides)};
+    CHECK_OK(run_kernel(TPU_OP_BATCH_NORM_APPLY, ap, 5, 1, NO_SCALAR, NO_SCALAR, NO_SCALAR,
+                        NO_SCALAR));
+    for (int n = 0; n < BN; n++)
+      for (int c = 0; c < BC; c++)
+        for (int s = 0; s < BS; s++) {
+          int64_t i = n * strides[0] + c * strides[1] + s * strides[2];
+          bad += memcmp(&y2[i], &y[i], sizeof y[i]) != 0;
+        }
     /* The backward takes the saved statistics in training, the running ones otherwise. */
     tpu_tensor bk[8] = {host_view(dy, TPU_FLOAT32, 3, sizes, strides), t[0], t[1],
                         training ? t[4] : host_view(rm0, TPU_FLOAT32, 1, &c4, NULL),

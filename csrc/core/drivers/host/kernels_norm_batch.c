@@ -6,7 +6,10 @@
  *     Training takes the batch's mean and biased variance (the reduction engine's two-pass VAR)
  *     and moves the running statistics towards them (the variance unbiased); evaluation uses the
  *     running ones. Y = X * alpha + beta with alpha = invstd * W, beta = B - mean * alpha, as PyTorch CPU.
- *     save_mean and save_invstd receive the statistics used.
+ *     save_mean and save_invstd receive the statistics used, and beta takes the mean as they
+ *     store it (rounded to the class), so BATCH_NORM_APPLY recomputes Y bit for bit from them.
+ *   BATCH_NORM_APPLY: X, W, B, mean, invstd -> Y: the forward's Y from statistics it saved (fused
+ *     mode recomputes a normalized value in backward instead of keeping it, exec/tpu_remat.h).
  *   BATCH_NORM_BACKWARD: dY, X, W, mean, invstd -> dX, dW, dB; scalars[0].f = eps, [2].i =
  *     training. In evaluation `mean` and `invstd` are the running mean and variance (the invstd is
  *     derived here). With sum = sum(dY) and dot = sum(dY * (X - mean)) per channel over N * S:
@@ -191,6 +194,23 @@ static tpu_status batch_stats(const tpu_tensor *x, double *var, double *mean) {
   return st;
 }
 
+/* Y = X * alpha + beta per channel, alpha = invstd * W and beta = B - mean * alpha in the class's
+ * precision, the mean rounded as save_mean stores it; `tmp` holds 6 * C doubles. */
+static void normalize(rk_class cls, const tpu_tensor *y, const tpu_tensor *x, const tpu_tensor *w,
+                      const tpu_tensor *b, const double *mean, const double *invstd, double *tmp) {
+  const int64_t c = x->sizes[1];
+  double *wv = tmp, *bv = tmp + c, *alpha = tmp + 2 * c, *beta = tmp + 3 * c;
+  void *p = tmp + 4 * c, *r = tmp + 5 * c; /* alpha and beta in the class's type */
+  load_channels(w, c, 1, wv);
+  load_channels(b, c, 0, bv);
+  for (int64_t k = 0; k < c; k++) {
+    alpha[k] = in_class(cls, invstd[k] * wv[k]);
+    beta[k] = in_class(cls, bv[k] - in_class(cls, mean[k]) * alpha[k]);
+  }
+  void *ch[4] = {class_array(cls, alpha, c, p), class_array(cls, beta, c, r), p, r};
+  apply(cls, y, x, NULL, ch);
+}
+
 tpu_status tpu_kernel_batch_norm(const tpu_op_call *call) {
   const tpu_tensor *x = &call->tensors[0], *w = &call->tensors[1], *b = &call->tensors[2],
                    *y = &call->tensors[3], *save_mean = &call->tensors[4],
@@ -209,9 +229,7 @@ tpu_status tpu_kernel_batch_norm(const tpu_op_call *call) {
   double *mem = malloc((size_t)(c > 0 ? c : 1) * 11 * sizeof(double));
   if (!mem)
     return tpu_error(TPU_ERR_OUT_OF_MEMORY, "batch_norm: cannot allocate channel statistics");
-  double *mean = mem, *var = mem + c, *invstd = mem + 2 * c, *wv = mem + 3 * c, *bv = mem + 4 * c;
-  double *alpha = mem + 5 * c, *beta = mem + 6 * c, *rm = mem + 7 * c, *rv = mem + 8 * c;
-  void *p = mem + 9 * c, *r = mem + 10 * c; /* alpha and beta in the class's type */
+  double *mean = mem, *var = mem + c, *invstd = mem + 2 * c, *rm = mem + 3 * c, *rv = mem + 4 * c;
   tpu_status st = TPU_OK;
   if (training) {
     st = n > 0 ? batch_stats(x, var, mean) : TPU_OK;
@@ -225,13 +243,8 @@ tpu_status tpu_kernel_batch_norm(const tpu_op_call *call) {
     free(mem);
     return st;
   }
-  load_channels(w, c, 1, wv);
-  load_channels(b, c, 0, bv);
-  for (int64_t k = 0; k < c; k++) {
+  for (int64_t k = 0; k < c; k++)
     invstd[k] = in_class(cls, 1 / sqrt(in_class(cls, var[k] + eps)));
-    alpha[k] = in_class(cls, invstd[k] * wv[k]);
-    beta[k] = in_class(cls, bv[k] - mean[k] * alpha[k]);
-  }
   store_channels(save_mean, c, mean);
   store_channels(save_invstd, c, invstd);
   if (training && present(run_mean) && present(run_var)) {
@@ -245,10 +258,30 @@ tpu_status tpu_kernel_batch_norm(const tpu_op_call *call) {
     store_channels(run_mean, c, rm);
     store_channels(run_var, c, rv);
   }
-  if (tpu_tensor_numel(y) > 0) {
-    void *ch[4] = {class_array(cls, alpha, c, p), class_array(cls, beta, c, r), p, r};
-    apply(cls, y, x, NULL, ch);
-  }
+  if (tpu_tensor_numel(y) > 0)
+    normalize(cls, y, x, w, b, mean, invstd, mem + 5 * c);
+  free(mem);
+  return TPU_OK;
+}
+
+tpu_status tpu_kernel_batch_norm_apply(const tpu_op_call *call) {
+  const tpu_tensor *x = &call->tensors[0], *w = &call->tensors[1], *b = &call->tensors[2],
+                   *mean_t = &call->tensors[3], *invstd_t = &call->tensors[4],
+                   *y = &call->tensors[5];
+  if (!like_x(x, x) || !like_x(y, x))
+    return tpu_error(TPU_ERR_VALUE, "batch_norm_apply: expected floating [N, C, S] views");
+  const int64_t c = x->sizes[1];
+  const tpu_tensor *per_channel[] = {w, b, mean_t, invstd_t};
+  for (size_t k = 0; k < sizeof per_channel / sizeof *per_channel; k++)
+    if (!channels_ok(per_channel[k], c) || (k >= 2 && !present(per_channel[k])))
+      return tpu_error(TPU_ERR_VALUE, "batch_norm_apply: per-channel tensors must have C elements");
+  double *mem = malloc((size_t)(c > 0 ? c : 1) * 8 * sizeof(double));
+  if (!mem)
+    return tpu_error(TPU_ERR_OUT_OF_MEMORY, "batch_norm_apply: cannot allocate channel numbers");
+  load_channels(mean_t, c, 0, mem);
+  load_channels(invstd_t, c, 1, mem + c);
+  if (tpu_tensor_numel(y) > 0)
+    normalize(nk_class(x->dtype), y, x, w, b, mem, mem + c, mem + 2 * c);
   free(mem);
   return TPU_OK;
 }
