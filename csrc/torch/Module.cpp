@@ -81,6 +81,8 @@ py::dict fused_stats() {
   py::dict stats;
   stats["flushes"] = cuts;
   stats["nodes"] = s.nodes;
+  stats["recomputed"] = s.recomputed;
+  stats["recomputed_bytes"] = s.recomputed_bytes;
   tpu_fuse_stats run{};
   tpu_fuse_get_stats(&run);
   stats["steps"] = run.steps;

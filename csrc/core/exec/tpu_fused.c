@@ -9,6 +9,7 @@
 #include "base/tpu_env.h"
 #include "drivers/host/tpu_fuse.h"
 #include "exec/tpu_device.h"
+#include "exec/tpu_remat.h"
 #include "graph/tpu_compile_cache.h"
 #include "graph/tpu_graph.h"
 
@@ -17,6 +18,7 @@ typedef struct fused_state {
   pthread_mutex_t mu;
   tpu_stream *stream;
   tpu_graph *graph; /* the open graph, NULL when empty */
+  tpu_remat_list remat; /* results of the last forward graph, computed again when read */
   atomic_int mode;  /* the stream's own tpu_eager_mode */
 } fused_state;
 
@@ -150,6 +152,67 @@ static tpu_status prepare_buffers(fused_state *st, const tpu_op_call *call) {
   return TPU_OK;
 }
 
+/* Appends `call` to the open graph (made if there is none); the stream's lock is held. Each tensor
+ * of a node holds a pending reader on its buffer, so memory of tensors that die stays until the
+ * graph has run (tpu_buffer_reader_done); its pending outputs belong to this graph. */
+static tpu_status add_node(fused_state *st, tpu_op_call *call) {
+  if (!st->graph && !(st->graph = tpu_graph_new(0))) {
+    tpu_op_call_free(call);
+    return tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot allocate a fused graph");
+  }
+  tpu_status status = tpu_graph_add(st->graph, call, 0);
+  for (int i = 0; status == TPU_OK && i < call->n_inputs + call->n_outputs; i++) {
+    tpu_buffer *b = call->tensors[i].buf;
+    if (!b)
+      continue;
+    tpu_buffer_add_reader(b);
+    if (i >= call->n_inputs && !tpu_buffer_is_live(b))
+      tpu_buffer_set_materializer(b, materialize_graph, st);
+  }
+  return status;
+}
+
+/* Adds recipe i (exec/tpu_remat.h) to the open graph, after the recipes of the results it reads. */
+static tpu_status emit_recipe(fused_state *st, int i) {
+  tpu_remat *r = tpu_remat_take(&st->remat, i);
+  tpu_remat_count(r);
+  tpu_status status = TPU_OK;
+  for (int k = 0; status == TPU_OK && k < r->n_calls; k++) {
+    const tpu_op_call *c = r->calls[k];
+    for (int j, t = 0; status == TPU_OK && t < c->n_inputs; t++)
+      if (c->tensors[t].buf && (j = tpu_remat_find(&st->remat, c->tensors[t].buf, false)) >= 0)
+        status = emit_recipe(st, j);
+    if (status == TPU_OK) {
+      status = add_node(st, r->calls[k]);
+      r->calls[k] = NULL;
+    }
+  }
+  tpu_remat_free(r);
+  return status;
+}
+
+/* Before `call` joins the graph: the recipes of the results it reads, and of those reading a
+ * buffer it writes. */
+static tpu_status emit_for(fused_state *st, const tpu_op_call *call) {
+  tpu_status status = TPU_OK;
+  for (int i = 0; st->remat.n && status == TPU_OK && i < call->n_inputs + call->n_outputs; i++) {
+    int j;
+    while (status == TPU_OK && call->tensors[i].buf &&
+           (j = tpu_remat_find(&st->remat, call->tensors[i].buf, i >= call->n_inputs)) >= 0)
+      status = emit_recipe(st, j);
+  }
+  return status;
+}
+
+/* Every recipe whose result is still referenced, before a cut. */
+static tpu_status emit_all(fused_state *st) {
+  tpu_remat_prune(&st->remat);
+  tpu_status status = TPU_OK;
+  while (status == TPU_OK && st->remat.n)
+    status = emit_recipe(st, 0);
+  return status;
+}
+
 tpu_status tpu_fused_add(tpu_stream *s, tpu_op_call *call) {
   if (!call)
     return tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot allocate an op call");
@@ -170,22 +233,12 @@ tpu_status tpu_fused_add(tpu_stream *s, tpu_op_call *call) {
     return status;
   }
   pthread_mutex_lock(&st->mu);
-  if (!st->graph && !(st->graph = tpu_graph_new(0))) {
-    pthread_mutex_unlock(&st->mu);
+  status = emit_for(st, call);
+  if (status == TPU_OK)
+    status = add_node(st, call);
+  else
     tpu_op_call_free(call);
-    return tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot allocate a fused graph");
-  }
-  status = tpu_graph_add(st->graph, call, 0);
-  /* Until the graph has run, memory of tensors that die stays (tpu_buffer_reader_done). */
-  for (int i = 0; status == TPU_OK && i < call->n_inputs + call->n_outputs; i++) {
-    tpu_buffer *b = call->tensors[i].buf;
-    if (!b)
-      continue;
-    tpu_buffer_add_reader(b);
-    if (i >= call->n_inputs && !tpu_buffer_is_live(b))
-      tpu_buffer_set_materializer(b, materialize_graph, st);
-  }
-  int n_nodes = st->graph->n_nodes;
+  int n_nodes = st->graph ? st->graph->n_nodes : 0;
   pthread_mutex_unlock(&st->mu);
   if (status != TPU_OK)
     return status;
@@ -301,17 +354,30 @@ static tpu_status plan_memory(const tpu_fuse_plan *plan, const tpu_graph *g, int
   return TPU_OK;
 }
 
+/* At the backward_start cut: the forward's results the backward reads again are computed again
+ * there (exec/tpu_remat.h); they stay pending buffers of this stream's graphs. */
+static tpu_status extract_recipes(fused_state *st, tpu_graph *g) {
+  int first = st->remat.n;
+  tpu_status status = tpu_remat_extract(g, &st->remat);
+  for (int i = first; i < st->remat.n; i++)
+    tpu_buffer_set_materializer(st->remat.items[i]->target, materialize_graph, st);
+  return status;
+}
+
 static tpu_status flush_state(fused_state *st, tpu_cut_reason reason) {
   pthread_mutex_lock(&st->mu);
+  tpu_status status = emit_all(st);
   tpu_graph *g = st->graph;
   st->graph = NULL;
   if (g)
     for (int s = 0; s < g->n_slots; s++)
       if (!g->slots[s].host)
         tpu_buffer_set_materializer((tpu_buffer *)g->slots[s].key, NULL, NULL);
+  if (g && status == TPU_OK && reason == TPU_CUT_BACKWARD_START)
+    status = extract_recipes(st, g);
   pthread_mutex_unlock(&st->mu);
   if (!g)
-    return TPU_OK;
+    return status;
   atomic_fetch_add(&cut_counts[reason], 1);
   atomic_fetch_add(&cut_nodes, (uint64_t)g->n_nodes);
   flushed *f = calloc(1, sizeof *f);
@@ -319,7 +385,8 @@ static tpu_status flush_state(fused_state *st, tpu_cut_reason reason) {
     free_cut_graph(g, 0);
     return tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot allocate a fused graph's work");
   }
-  tpu_status status = tpu_fuse_reorder(&g);
+  if (status == TPU_OK)
+    status = tpu_fuse_reorder(&g);
   f->graph = g;
   mark_needed(g);
   tpu_compile_cache *cache = tpu_compile_cache_global();
@@ -382,10 +449,12 @@ void tpu_fused_get_stats(tpu_fused_stats *stats) {
   for (int r = 0; r < TPU_CUT_COUNT; r++)
     stats->cuts[r] = atomic_load(&cut_counts[r]);
   stats->nodes = atomic_load(&cut_nodes);
+  tpu_remat_get_stats(&stats->recomputed, &stats->recomputed_bytes);
 }
 
 void tpu_fused_reset_stats(void) {
   for (int r = 0; r < TPU_CUT_COUNT; r++)
     atomic_store(&cut_counts[r], 0);
   atomic_store(&cut_nodes, 0);
+  tpu_remat_reset_stats();
 }

@@ -87,6 +87,8 @@ char *tpu_fused_dump(tpu_stream *stream, bool dot);
 typedef struct tpu_fused_stats {
   uint64_t cuts[TPU_CUT_COUNT]; /* graphs cut, by reason (empty graphs are not counted) */
   uint64_t nodes;               /* nodes in the cut graphs */
+  uint64_t recomputed;          /* forward results computed again for backward (tpu_remat.h) */
+  uint64_t recomputed_bytes;    /* their bytes */
 } tpu_fused_stats;
 
 void tpu_fused_get_stats(tpu_fused_stats *stats);

@@ -145,6 +145,27 @@ tpu_status tpu_graph_add(tpu_graph *g, tpu_op_call *call, uint8_t attr_scalars) 
   return TPU_OK;
 }
 
+bool tpu_graph_replace_buffer(tpu_graph *g, tpu_buffer *from, tpu_buffer *to) {
+  int s = find_slot(g, from);
+  if (s < 0 || g->slots[s].host || find_slot(g, to) >= 0)
+    return false;
+  g->slots[s].key = to;
+  memset(g->slot_table, 0, (size_t)g->table_size * sizeof *g->slot_table);
+  for (int k = 0; k < g->n_slots; k++)
+    table_insert(g, k);
+  for (int n = 0; n < g->n_nodes; n++) {
+    tpu_op_call *c = g->nodes[n].call;
+    for (int i = 0; i < c->n_inputs + c->n_outputs; i++)
+      if (c->tensors[i].buf == from)
+        c->tensors[i].buf = to;
+  }
+  if (g->holds_refs) {
+    tpu_buffer_retain(to);
+    tpu_buffer_release(from);
+  }
+  return true;
+}
+
 void tpu_graph_set_needed(tpu_graph *g, int node, int out, bool needed) {
   tpu_graph_node *n = &g->nodes[node];
   n->refs[n->call->n_inputs + out].needed = needed;

@@ -85,6 +85,12 @@ tpu_status tpu_graph_add(tpu_graph *graph, tpu_op_call *call, uint8_t attr_scala
  * an unneeded version that no later node reads never has to reach memory. */
 void tpu_graph_set_needed(tpu_graph *graph, int node, int out, bool needed);
 
+/* Puts buffer `to` (not in the graph yet) in the place of `from`: the slot of `from` keeps its
+ * number and versions and takes `to` as its key, and every tensor on `from` now views `to`. The
+ * structure is unchanged; the graph's reference moves from `from` to `to`. False when `from` is not
+ * in the graph or `to` already is (nothing changes). */
+bool tpu_graph_replace_buffer(tpu_graph *graph, tpu_buffer *from, tpu_buffer *to);
+
 /* The structural hash (see the header comment): equal structures hash equal. */
 uint64_t tpu_graph_hash(const tpu_graph *graph);
 

@@ -120,6 +120,7 @@ void tpu_buffer_add_reader(tpu_buffer *b) { atomic_fetch_add(&b->pending_readers
 bool tpu_buffer_is_live(const tpu_buffer *b) { return atomic_load(&b->live); }
 
 int tpu_buffer_device(const tpu_buffer *b) { return b->device; }
+int tpu_buffer_stream(const tpu_buffer *b) { return b->stream; }
 size_t tpu_buffer_nbytes(const tpu_buffer *b) { return b->nbytes; }
 void *tpu_buffer_identity(const tpu_buffer *b) { return b->identity; }
 void *tpu_buffer_memory(const tpu_buffer *b) { return b->mem; }

@@ -64,8 +64,10 @@ void tpu_buffer_release(tpu_buffer *buffer);
  * storage's reference. A pending buffer is dropped with its producer, never allocated. */
 void tpu_buffer_release_storage(tpu_buffer *buffer);
 
-/* Device, size, identity (the DataPtr address) and memory (NULL while pending) of a buffer. */
+/* Device, stream index (whose pool gives its memory), size, identity (the DataPtr address) and
+ * memory (NULL while pending) of a buffer. */
 int tpu_buffer_device(const tpu_buffer *buffer);
+int tpu_buffer_stream(const tpu_buffer *buffer);
 size_t tpu_buffer_nbytes(const tpu_buffer *buffer);
 void *tpu_buffer_identity(const tpu_buffer *buffer);
 void *tpu_buffer_memory(const tpu_buffer *buffer);

@@ -1,6 +1,9 @@
 /* Fused eager mode: calls recorded in a stream's open graph, cut by a read of a pending result,
- * dead intermediates never given memory, dead inputs' memory reused in place, cut reasons counted, the graph-size cap, calls that
- * cannot wait, and the mode names. */
+ * dead intermediates never given memory, dead inputs' memory reused in place, cut reasons counted,
+ * the graph-size cap, calls that cannot wait, the mode names, and rematerialization at the
+ * backward_start cut (exec/tpu_remat.h): recomputable results leave the forward graph pending and
+ * are computed again before their first reader (after the results they read), before a write to a
+ * buffer they read, or dropped when they die unread. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,7 +12,7 @@
 #include "tensor/tpu_buffer.h"
 #include "tpu_test.h"
 
-#define N 4096
+#define N (1 << 14) /* 64 KiB of floats: large enough to be recomputed (TPU_REMAT_MIN_BYTES) */
 
 static tpu_tensor view(tpu_buffer *buf, void *host) {
   tpu_tensor t = {.buf = buf, .host = host, .dtype = TPU_FLOAT32, .ndim = 1};
@@ -190,6 +193,76 @@ static void test_modes(void) {
   CHECK(!tpu_launch_blocking());
 }
 
+/* Every element of `b` (read synchronously, which cuts the graph) equals `want`. */
+static bool all_equal(tpu_stream *s, tpu_buffer *b, float want) {
+  float *out = malloc(N * sizeof *out);
+  bool same = read_back(s, b, out) == TPU_OK;
+  for (int i = 0; same && i < N; i++)
+    same = out[i] == want;
+  free(out);
+  return same;
+}
+
+static uint64_t recomputed(void) {
+  tpu_fused_stats stats;
+  tpu_fused_get_stats(&stats);
+  return stats.recomputed;
+}
+
+static void test_results_are_computed_again_when_read(void) {
+  tpu_stream *s = tpu_stream_get(0, 0);
+  tpu_fused_reset_stats();
+  tpu_buffer *x = ones(s), *y = pending(), *z = pending(), *w = pending();
+  CHECK_OK(add(s, x, x, y)); /* 2 */
+  CHECK_OK(add(s, y, x, z)); /* 3 */
+  CHECK_OK(tpu_fused_flush(s, TPU_CUT_BACKWARD_START));
+  CHECK_OK(tpu_stream_synchronize(s));
+  CHECK(!tpu_buffer_is_live(y) && !tpu_buffer_is_live(z));
+  CHECK(recomputed() == 0);
+  CHECK_OK(add(s, z, z, w)); /* z's recipe first, and y's before it, as z's reads y */
+  CHECK(recomputed() == 2);
+  CHECK(all_equal(s, w, 6));
+  CHECK(all_equal(s, y, 2));
+  tpu_buffer *buffers[] = {x, y, z, w};
+  for (int i = 0; i < 4; i++)
+    tpu_buffer_release_storage(buffers[i]);
+}
+
+static void test_dead_results_are_dropped(void) {
+  tpu_stream *s = tpu_stream_get(0, 0);
+  tpu_fused_reset_stats();
+  tpu_buffer *x = ones(s), *y = pending(), *z = pending();
+  CHECK_OK(add(s, x, x, y));
+  CHECK_OK(add(s, y, y, z));
+  CHECK_OK(tpu_fused_flush(s, TPU_CUT_BACKWARD_START));
+  /* z dies unread; y stays readable while z's recipe, which reads it, exists, then alone. */
+  tpu_buffer_release_storage(z);
+  CHECK_OK(tpu_fused_flush(s, TPU_CUT_SYNC));
+  CHECK(recomputed() == 1);
+  CHECK(all_equal(s, y, 2));
+  tpu_buffer_release_storage(y);
+  tpu_buffer *v = pending();
+  CHECK_OK(add(s, x, x, v));
+  CHECK_OK(tpu_fused_flush(s, TPU_CUT_BACKWARD_START));
+  tpu_buffer_release_storage(v);
+  CHECK_OK(tpu_fused_flush(s, TPU_CUT_SYNC));
+  CHECK_OK(tpu_stream_synchronize(s));
+  CHECK(recomputed() == 1);
+  tpu_buffer_release_storage(x);
+}
+
+static void test_a_write_to_an_input_waits_for_the_recipe(void) {
+  tpu_stream *s = tpu_stream_get(0, 0);
+  tpu_buffer *x = ones(s), *y = pending();
+  CHECK_OK(add(s, x, x, y));
+  CHECK_OK(tpu_fused_flush(s, TPU_CUT_BACKWARD_START));
+  CHECK_OK(add(s, x, x, x)); /* x becomes 2 only after y = 1 + 1 is computed again */
+  CHECK(all_equal(s, y, 2));
+  CHECK(all_equal(s, x, 2));
+  tpu_buffer_release_storage(x);
+  tpu_buffer_release_storage(y);
+}
+
 int main(void) {
   RUN_TEST(test_dead_intermediates_never_get_memory);
   RUN_TEST(test_graph_cap_and_undeferrable_calls);
@@ -197,5 +270,8 @@ int main(void) {
   RUN_TEST(test_dead_input_memory_is_reused);
   RUN_TEST(test_sum_of_a_chain);
   RUN_TEST(test_modes);
+  RUN_TEST(test_results_are_computed_again_when_read);
+  RUN_TEST(test_dead_results_are_dropped);
+  RUN_TEST(test_a_write_to_an_input_waits_for_the_recipe);
   TEST_MAIN_END();
 }

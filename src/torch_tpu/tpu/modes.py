@@ -65,7 +65,9 @@ def dump_pending_graph(dot: bool = False) -> str:
 def fused_stats() -> dict[str, object]:
     """Fused-mode cuts since start or reset: ``{"flushes": {reason: n}, "nodes": n}`` (nodes in
     the cut graphs). Reasons: sync, host_read, materialize, event, query, wait_stream, fallback,
-    undeferrable, graph_cap, mode_switch. Also what the cut graphs ran so far (read after a
+    undeferrable, graph_cap, mode_switch, backward_start, backward. ``recomputed`` and
+    ``recomputed_bytes``: forward results that backward read again and that were computed again
+    instead of kept (README, Fused mode). Also what the cut graphs ran so far (read after a
     synchronize): ``steps`` (kernels and fused steps), ``fused_steps`` and ``fused_nodes`` (the
     nodes those fused steps covered)."""
     return _C._fused_stats()

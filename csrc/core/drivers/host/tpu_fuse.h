@@ -45,6 +45,10 @@ typedef struct tpu_fuse_plan tpu_fuse_plan;
  * TPU_ERR_OUT_OF_MEMORY (*graph unchanged) when host memory runs out. */
 tpu_status tpu_fuse_reorder(tpu_graph **graph);
 
+/* Whether node n can be part of a fused group at all (ignoring its neighbours): an elementwise op
+ * over dense views, a pure function of its inputs that fused mode may also compute again. */
+bool tpu_fuse_eligible(const tpu_graph *graph, int n);
+
 /* Plans `graph`; TPU_ERR_OUT_OF_MEMORY when host memory runs out. */
 tpu_status tpu_fuse_plan_create(const tpu_graph *graph, tpu_fuse_plan **out);
 

@@ -75,9 +75,6 @@ struct tpu_fuse_plan {
  * memory), which keeps each thread's tile scratch bounded. */
 #define FZ_MAX_GROUP 32
 
-/* Whether node n can be part of a fused group at all (ignoring its neighbours). */
-bool tpu_fuse_eligible(const tpu_graph *graph, int n);
-
 /* The element count of node n's output 0 (a group's nodes all have the same). */
 int64_t tpu_fuse_out_numel(const tpu_graph *graph, int n);
 
