@@ -314,13 +314,6 @@ void tpu_remat_prune(tpu_remat_list *list) {
     }
 }
 
-void tpu_remat_clear(tpu_remat_list *list) {
-  while (list->n)
-    tpu_remat_free(tpu_remat_take(list, list->n - 1));
-  free(list->items);
-  *list = (tpu_remat_list){0};
-}
-
 void tpu_remat_count(const tpu_remat *r) {
   atomic_fetch_add(&recomputed_values, 1);
   atomic_fetch_add(&recomputed_bytes, (uint64_t)r->bytes);

@@ -58,9 +58,6 @@ void tpu_remat_free(tpu_remat *recipe);
 /* Frees the recipes whose result died (its storage released) and that no other recipe reads. */
 void tpu_remat_prune(tpu_remat_list *list);
 
-/* Frees every recipe and the list's array. */
-void tpu_remat_clear(tpu_remat_list *list);
-
 /* Results computed again (recipes taken) and their bytes since start or reset; for fused_stats. */
 void tpu_remat_count(const tpu_remat *recipe);
 void tpu_remat_get_stats(uint64_t *values, uint64_t *bytes);
