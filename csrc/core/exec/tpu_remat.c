@@ -8,10 +8,19 @@
 
 static atomic_uint_least64_t recomputed_values, recomputed_bytes;
 
-/* Whether input i of node n reads a value that is still in memory, unchanged, after the graph:
- * external contents the graph never writes, or a result that is stored (its storage is alive) and
- * that no later node overwrites. A scalar held in the call, or an absent (empty host) view, is
- * always available. */
+/* Whether output k of node n is still in memory, unchanged, after the graph: stored (its storage
+ * is alive) and overwritten by no later node. */
+static bool kept_output(const tpu_graph *g, int n, int k) {
+  const tpu_op_call *c = g->nodes[n].call;
+  const tpu_tensor *t = &c->tensors[c->n_inputs + k];
+  const tpu_graph_slot *s = &g->slots[g->nodes[n].refs[c->n_inputs + k].slot];
+  return t->buf && tpu_buffer_storage_alive(t->buf) && s->latest_node == n &&
+         s->latest_index == k;
+}
+
+/* Whether input i of node n reads a value that is still in memory after the graph: external
+ * contents the graph never writes, or a kept output. A scalar held in the call, or an absent
+ * (empty host) view, is always available. */
 static bool kept_input(const tpu_graph *g, int n, int i) {
   const tpu_graph_ref *r = &g->nodes[n].refs[i];
   const tpu_tensor *t = &g->nodes[n].call->tensors[i];
@@ -19,19 +28,9 @@ static bool kept_input(const tpu_graph *g, int n, int i) {
     return true;
   if (!t->buf)
     return false;
-  const tpu_graph_slot *s = &g->slots[r->slot];
-  if (s->latest_node != r->node || s->latest_index != r->index)
-    return false;
-  return r->node == TPU_GRAPH_EXTERNAL || tpu_buffer_storage_alive(t->buf);
-}
-
-/* Output k of node n as the recipe's input: the same, as the latest version of a slot. */
-static bool kept_output(const tpu_graph *g, int n, int k) {
-  const tpu_op_call *c = g->nodes[n].call;
-  const tpu_tensor *t = &c->tensors[c->n_inputs + k];
-  const tpu_graph_slot *s = &g->slots[g->nodes[n].refs[c->n_inputs + k].slot];
-  return t->buf && tpu_buffer_storage_alive(t->buf) && s->latest_node == n &&
-         s->latest_index == k;
+  if (r->node >= 0)
+    return kept_output(g, r->node, r->index);
+  return r->node == TPU_GRAPH_EXTERNAL && g->slots[r->slot].latest_node == TPU_GRAPH_EXTERNAL;
 }
 
 static bool fresh_output(const tpu_graph *g, int n) {
