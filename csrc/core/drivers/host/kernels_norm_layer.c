@@ -22,19 +22,36 @@
 #include "drivers/host/tpu_iter.h"
 #include "exec/tpu_pool.h"
 
+/* Where a row tensor's (or a per-row statistic's) elements are: resolved once per job, as the row
+ * loops of short rows would otherwise spend as long finding each row as computing it. */
+typedef struct row_view {
+  char *base;
+  int64_t row, col; /* bytes between rows and between elements */
+} row_view;
+
 typedef struct norm_job {
   const tpu_op_call *call;
   bool rms, backward;
   rk_class cls;
   int64_t m, n, chunks;
   const tpu_tensor *x, *dy, *w, *b, *y, *mean, *rstd, *dx, *dw, *db;
+  row_view vx, vdy, vy, vdx, vmean, vrstd;
   double *partial; /* backward: [chunk][dW | dB][n] */
   atomic_bool out_of_memory;
 } norm_job;
 
-static char *row_ptr(const tpu_tensor *t, int64_t r) {
-  return (char *)tpu_tensor_data(t) + r * t->strides[0] * (int64_t)tpu_dtype_size(t->dtype);
+static row_view view_of(const tpu_tensor *t) {
+  row_view v = {0};
+  if (!t || tpu_tensor_numel(t) == 0)
+    return v;
+  int64_t size = (int64_t)tpu_dtype_size(t->dtype);
+  v.base = tpu_tensor_data(t);
+  v.row = t->strides[0] * size;
+  v.col = t->strides[t->ndim - 1] * size;
+  return v;
 }
+
+static char *row_at(const row_view *v, int64_t r) { return v->base + r * v->row; }
 
 static int64_t col_step(const tpu_tensor *t) {
   return t->strides[t->ndim - 1] * (int64_t)tpu_dtype_size(t->dtype);
@@ -43,9 +60,9 @@ static int64_t col_step(const tpu_tensor *t) {
 static bool present(const tpu_tensor *t) { return tpu_tensor_numel(t) > 0; }
 
 /* One statistic of row r as double. */
-static double stat_at(const tpu_tensor *t, int64_t r) {
+static double stat_at(const tpu_tensor *t, const row_view *view, int64_t r) {
   double v;
-  rk_loader(t->dtype, RK_D, false)(&v, row_ptr(t, r), 1, 0);
+  rk_loader(t->dtype, RK_D, false)(&v, row_at(view, r), 1, 0);
   return v;
 }
 
@@ -58,10 +75,11 @@ static void forward_rows(const norm_job *j, int64_t r0, int64_t r1, char *ws) {
   const int64_t n = j->n, rb = n * 8;
   const rk_class c = j->cls;
   const void *w = param(j, j->w, ws), *b = j->rms ? NULL : param(j, j->b, ws + rb);
+  const bool y_dense = nk_dense(c, j->y->dtype, j->vy.col);
   for (int64_t r = r0; r < r1; r++) {
-    const void *x = nk_load(c, j->x->dtype, row_ptr(j->x, r), n, col_step(j->x), ws + 2 * rb);
-    char *out = row_ptr(j->y, r);
-    void *y = nk_dense(c, j->y->dtype, col_step(j->y)) ? (void *)out : ws + 3 * rb;
+    const void *x = nk_load(c, j->x->dtype, row_at(&j->vx, r), n, j->vx.col, ws + 2 * rb);
+    char *out = row_at(&j->vy, r);
+    void *y = y_dense ? (void *)out : ws + 3 * rb;
     double rstd, mean = 0;
     if (j->rms) {
       double ms = n ? nk_dot(c, x, x, n) / (double)n : NAN;
@@ -78,10 +96,10 @@ static void forward_rows(const norm_job *j, int64_t r0, int64_t r1, char *ws) {
                        : 1.0 / sqrt(var + j->call->scalars[0].f);
       double bias = c == RK_F ? (double)(-(float)rstd * (float)mean) : -rstd * mean;
       nk_affine(c, y, x, n, rstd, bias, w, b);
-      rk_store(j->mean->dtype, row_ptr(j->mean, r), false, 0, mean);
+      rk_store(j->mean->dtype, row_at(&j->vmean, r), false, 0, mean);
     }
-    rk_store(j->rstd->dtype, row_ptr(j->rstd, r), false, 0, rstd);
-    nk_store(c, j->y->dtype, out, y, n, col_step(j->y));
+    rk_store(j->rstd->dtype, row_at(&j->vrstd, r), false, 0, rstd);
+    nk_store(c, j->y->dtype, out, y, n, j->vy.col);
   }
 }
 
@@ -92,17 +110,20 @@ static void backward_rows(const norm_job *j, int64_t r0, int64_t r1, char *ws, d
   const void *w = param(j, j->w, ws);
   void *g = ws + rb, *xhat = ws + 2 * rb, *gx = ws + 3 * rb;
   char *dybuf = ws + 4 * rb, *xbuf = ws + 5 * rb;
+  const bool want_dx = present(j->dx), dx_dense = want_dx && nk_dense(c, j->dx->dtype, j->vdx.col);
+  const bool want_grads = present(j->dw) || (!j->rms && present(j->db));
   for (int64_t r = r0; r < r1; r++) {
-    const void *dy = nk_load(c, j->dy->dtype, row_ptr(j->dy, r), n, col_step(j->dy), dybuf);
-    const void *x = nk_load(c, j->x->dtype, row_ptr(j->x, r), n, col_step(j->x), xbuf);
-    double rstd = stat_at(j->rstd, r), mean = j->rms ? 0 : stat_at(j->mean, r);
+    const void *dy = nk_load(c, j->dy->dtype, row_at(&j->vdy, r), n, j->vdy.col, dybuf);
+    const void *x = nk_load(c, j->x->dtype, row_at(&j->vx, r), n, j->vx.col, xbuf);
+    double rstd = stat_at(j->rstd, &j->vrstd, r),
+           mean = j->rms ? 0 : stat_at(j->mean, &j->vmean, r);
     /* xhat = (x - mean) * rstd, g = dY * W: the affine loop with a = 1 or rstd. */
     nk_affine(c, xhat, x, n, rstd, -mean * rstd, NULL, NULL);
     nk_affine(c, g, dy, n, 1, 0, w, NULL);
-    if (present(j->dx)) {
+    if (want_dx) {
       double s_gx = nk_dot(c, g, xhat, n);
-      char *out = row_ptr(j->dx, r);
-      void *dx = nk_dense(c, j->dx->dtype, col_step(j->dx)) ? (void *)out : gx;
+      char *out = row_at(&j->vdx, r);
+      void *dx = dx_dense ? (void *)out : gx;
       if (j->rms) {
         /* dX = (g - xhat * s / N) * rstd = (xhat * (-s / N) + 0) * rstd + g * rstd. */
         nk_affine(c, dx, xhat, n, -s_gx / (double)n, 0, NULL, g);
@@ -113,9 +134,9 @@ static void backward_rows(const norm_job *j, int64_t r0, int64_t r1, char *ws, d
         nk_affine(c, dx, xhat, n, -s_gx / (double)n, -s_g / (double)n, NULL, g);
         nk_scale(c, dx, n, rstd);
       }
-      nk_store(c, j->dx->dtype, out, dx, n, col_step(j->dx));
+      nk_store(c, j->dx->dtype, out, dx, n, j->vdx.col);
     }
-    if (present(j->dw) || (!j->rms && present(j->db)))
+    if (want_grads)
       nk_accum_grads(c, part, part + n, dy, xhat, n);
   }
 }
@@ -182,6 +203,12 @@ static tpu_status run_norm(const tpu_op_call *call, bool rms, bool backward) {
   for (int k = 0; k < 4; k++)
     if (params[k] && present(params[k]) && (params[k]->ndim != 1 || params[k]->sizes[0] != j.n))
       return tpu_error(TPU_ERR_VALUE, "norm: weight and bias must be [N]");
+  j.vx = view_of(j.x);
+  j.vdy = view_of(j.dy);
+  j.vy = view_of(j.y);
+  j.vdx = view_of(j.dx);
+  j.vmean = view_of(j.mean);
+  j.vrstd = view_of(j.rstd);
   j.chunks = tpu_parallel_chunks(j.m * (j.n > 0 ? j.n : 1), TPU_ITER_GRAIN);
   if (j.chunks > j.m)
     j.chunks = j.m > 0 ? j.m : 1;
