@@ -43,7 +43,7 @@ static void online_softmax_row(const fwd *f, float *sr, int64_t n, const float *
     return;
   }
   float alpha = att_exp(*mx - m_new);
-  *sum = *sum * alpha + att_exp_sum(sr, n, m_new);
+  *sum = *sum * alpha + att_exp_sum(sr, n, limit, m_new);
   if (alpha != 1.0f)
     for (int64_t c = 0; c < f->d.Dv; c++)
       o[c] *= alpha;

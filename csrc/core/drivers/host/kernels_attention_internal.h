@@ -85,12 +85,13 @@ void att_gemm(const tpu_blas *blas, bool ta, bool tb, int64_t m, int64_t n, int6
               float alpha, const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
               float *c, int64_t ldc);
 
-/* s[j] = s[j] * scale + add[j] (add may be NULL) for j < n, then -inf from column `limit` on
- * (the causal cut); returns the largest s[j]. */
+/* s[j] = s[j] * scale + add[j] (add may be NULL) for j < limit, -inf from column `limit` on
+ * (the causal cut, not scaled); returns the largest s[j]. */
 float att_scale_mask_max(float *s, const float *add, int64_t n, int64_t limit, float scale);
 
-/* s[j] = exp(s[j] - m); returns the sum. exp(-inf) is 0. */
-float att_exp_sum(float *s, int64_t n, float m);
+/* s[j] = exp(s[j] - m) for j < limit, 0 from there on (past the causal cut, where
+ * att_scale_mask_max left -inf); returns the sum. exp(-inf) is 0. */
+float att_exp_sum(float *s, int64_t n, int64_t limit, float m);
 
 /* s[j] = exp(s[j] * scale + add[j] - lse) (add may be NULL) for j < limit, 0 from there on:
  * the probabilities of a row, recomputed from its logsumexp. */

@@ -281,29 +281,40 @@ static inline float exp_lane(float x) {
 
 float att_exp(float x) { return exp_lane(x); }
 
+/* Where the lane loops of a row cut at `end` (of n) stop: `end` rounded up to whole vectors of
+ * lanes when the row has them, so a short remainder costs no scalar loop. */
+static int64_t lanes_end(int64_t end, int64_t n) {
+  int64_t up = (end + LANES - 1) / LANES * LANES;
+  return up <= n ? up : end;
+}
+
 CLONES float att_scale_mask_max(float *restrict s, const float *restrict add, int64_t n,
                                 int64_t limit, float scale) {
+  int64_t end = limit < 0 ? 0 : limit < n ? limit : n;
   if (add) {
-    for (int64_t j = 0; j < n; j++)
+    for (int64_t j = 0; j < end; j++)
       s[j] = s[j] * scale + add[j];
   } else {
-    for (int64_t j = 0; j < n; j++)
+    for (int64_t j = 0; j < end; j++)
       s[j] = s[j] * scale;
   }
-  for (int64_t j = limit < 0 ? 0 : limit; j < n; j++)
+  for (int64_t j = end; j < n; j++)
     s[j] = -INFINITY;
+  /* The -inf past the cut leave the max as it is: the lanes run on up to a whole vector there. */
+  int64_t stop = lanes_end(end, n);
   float lane[LANES];
   for (int l = 0; l < LANES; l++)
     lane[l] = -INFINITY;
   int64_t j = 0;
-  for (; j + LANES <= n; j += LANES)
+  for (; j + LANES <= stop; j += LANES)
     for (int l = 0; l < LANES; l++)
       lane[l] = lane[l] > s[j + l] ? lane[l] : s[j + l];
-  float m = -INFINITY;
-  for (; j < n; j++)
+  for (int half = LANES / 2; half > 0; half /= 2)
+    for (int l = 0; l < half; l++)
+      lane[l] = lane[l] > lane[l + half] ? lane[l] : lane[l + half];
+  float m = lane[0];
+  for (; j < stop; j++)
     m = m > s[j] ? m : s[j];
-  for (int l = 0; l < LANES; l++)
-    m = m > lane[l] ? m : lane[l];
   return m;
 }
 
@@ -321,22 +332,26 @@ CLONES void att_probs(float *restrict s, const float *restrict add, int64_t n, i
     s[j] = 0.0f;
 }
 
-CLONES float att_exp_sum(float *restrict s, int64_t n, float m) {
+CLONES float att_exp_sum(float *restrict s, int64_t n, int64_t limit, float m) {
+  int64_t end = limit < 0 ? 0 : limit < n ? limit : n, stop = lanes_end(end, n);
   float lane[LANES] = {0};
   int64_t j = 0;
-  for (; j + LANES <= n; j += LANES)
+  for (; j + LANES <= stop; j += LANES) /* exp(-inf) is 0 past the cut */
     for (int l = 0; l < LANES; l++) {
       float y = exp_lane(s[j + l] - m);
       s[j + l] = y;
       lane[l] += y;
     }
-  float sum = 0.0f;
-  for (; j < n; j++) {
+  for (int half = LANES / 2; half > 0; half /= 2)
+    for (int l = 0; l < half; l++)
+      lane[l] += lane[l + half];
+  float sum = lane[0];
+  for (; j < stop; j++) {
     s[j] = exp_lane(s[j] - m);
     sum += s[j];
   }
-  for (int l = 0; l < LANES; l++)
-    sum += lane[l];
+  for (; j < n; j++)
+    s[j] = 0.0f;
   return sum;
 }
 
