@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 
 import pytest
@@ -173,3 +175,22 @@ def test_synchronize_waits() -> None:
     torch.tpu.synchronize()
     assert torch.tpu.current_stream().query()
     assert time.perf_counter() - begin > 0.0
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="thread names from /proc")
+def test_worker_threads_are_named() -> None:
+    """Profilers and debuggers show which threads are torch-tpu's, not the name of the thread that
+    happened to start them (autograd's, say)."""
+    side = torch.tpu.Stream()
+    with torch.tpu.stream(side):
+        stall(1)  # queues the work behind it: the stream's worker thread runs it
+        torch.ones(8, device="tpu").sum().item()
+    x = torch.randn(512, 512, device="tpu")
+    (x @ x).sum().item()  # big enough to split over the pool's threads
+    names = {
+        open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")
+    }
+    assert "tpu0-stream0" in names
+    assert f"tpu0-stream{side.stream_id}" in names
+    if torch.get_num_threads() > 1:
+        assert "tpu-pool1" in names

@@ -3,6 +3,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include "exec/tpu_stream.h"
@@ -69,7 +71,9 @@ static void run_chunks(job *j) {
 }
 
 static void *helper_main(void *arg) {
-  (void)arg;
+  char name[16];
+  snprintf(name, sizeof name, "tpu-pool%u", (unsigned)(uintptr_t)arg % 1000u);
+  pthread_setname_np(pthread_self(), name); /* see the stream worker's */
   uint64_t seen = 0;
   for (;;) {
     double spin_until = tpu_now_us() + TPU_POOL_SPIN_US;
@@ -98,7 +102,7 @@ static void ensure_helpers(int threads) {
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_t thread;
-    int rc = pthread_create(&thread, &attr, helper_main, NULL);
+    int rc = pthread_create(&thread, &attr, helper_main, (void *)(intptr_t)(helpers_started + 1));
     pthread_attr_destroy(&attr);
     if (rc != 0)
       return; /* fewer helpers: the caller still runs every unclaimed chunk */

@@ -157,6 +157,11 @@ static void *worker_main(void *arg) {
   /* What runs here is asynchronous work, whatever the process setting says (debug checks apply
    * to work run inline only). */
   tpu_set_thread_launch_blocking(0);
+  /* Named, so profilers and debuggers tell it from the thread that started it (often
+   * autograd's, whose name it would inherit). */
+  char name[16];
+  snprintf(name, sizeof name, "tpu%u-stream%u", (unsigned)s->device % 100u, (unsigned)s->index % 1000u);
+  pthread_setname_np(pthread_self(), name);
   for (;;) {
     double spin_until = tpu_now_us() + TPU_SPIN_US;
     while (atomic_load(&s->submitted) == atomic_load(&s->completed) && tpu_now_us() < spin_until)
