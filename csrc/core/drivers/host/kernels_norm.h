@@ -35,6 +35,17 @@ void nk_sub2(rk_class cls, void *y, const void *x, int64_t n, double a, double b
 void nk_affine(rk_class cls, void *y, const void *x, int64_t n, double a, double b, const void *w,
                const void *c);
 
+/* The sum of x[i] and of x[i] * (y[i] + m) (the sum in the class's precision), as nk_sum and
+ * nk_dot over x and y + m would give them, in one pass: a batch norm backward's channel sums with
+ * x = dY, y = X and m = -mean. */
+void nk_sum_dot_dev(rk_class cls, const void *x, const void *y, int64_t n, double m, double *sum,
+                    double *dot);
+
+/* out[i] = (dy[i] + ngm - (x[i] + nmean) * k) * a, rounded step by step in the class's precision:
+ * a batch norm's input gradient over one run of a channel, in one pass. */
+void nk_bn_grad(rk_class cls, void *out, const void *dy, const void *x, int64_t n, double a,
+                double k, double ngm, double nmean);
+
 /* pw[i] += dy[i] * xhat[i] (the product in the class's precision) and pb[i] += dy[i], in double:
  * one row's share of the per-column sums of a norm's weight and bias gradients. */
 void nk_accum_grads(rk_class cls, double *pw, double *pb, const void *dy, const void *xhat,

@@ -111,6 +111,10 @@ static void apply_run(char **data, const int64_t *strides, int64_t n, void *arg)
     const void *v0 = nk_load(c, ap->in_dt[0], data[1] + k * strides[1], m, strides[1], &a);
     if (!ap->backward) {
       mul_add(c, &y, v0, m, &ch[0], &ch[1]);
+    } else if (!ch[0].array && !ch[1].array && !ch[2].array && !ch[3].array) {
+      /* One channel along the run: the steps below in one pass, rounded the same way. */
+      const void *v1 = nk_load(c, ap->in_dt[1], data[2] + k * strides[2], m, strides[2], &b);
+      nk_bn_grad(c, &y, v0, v1, m, ch[0].v, ch[1].v, ch[2].v, ch[3].v);
     } else {
       const void *v1 = nk_load(c, ap->in_dt[1], data[2] + k * strides[2], m, strides[2], &b);
       mul_add(c, &b, v1, m, NULL, &ch[3]); /* X - mean */
@@ -315,9 +319,10 @@ static void sums_run(char **data, const int64_t *strides, int64_t n, void *arg) 
     const char *chan = data[2] + k * strides[2];
     if (strides[2] == 0) { /* one channel along the run */
       int64_t ch = *(const int64_t *)(const void *)chan;
-      nk_affine(c, &xm, vx, m, 1, -s->mean[ch], NULL, NULL);
-      ctx->sum[ch] += nk_sum(c, vdy, m);
-      ctx->dot[ch] += nk_dot(c, vdy, &xm, m);
+      double sum, dot;
+      nk_sum_dot_dev(c, vdy, vx, m, -s->mean[ch], &sum, &dot);
+      ctx->sum[ch] += sum;
+      ctx->dot[ch] += dot;
       continue;
     }
     for (int64_t i = 0; i < m; i++) { /* the channel steps along the run (channels last) */

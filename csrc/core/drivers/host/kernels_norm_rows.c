@@ -60,6 +60,16 @@ typedef double vec_d __attribute__((vector_size(32)));
     acc += xv_ * xv_;                                                                              \
   } while (0)
 
+/* sum += x[j..j+W), dot += x * (y + m) there: a batch norm backward's per-channel sums. */
+#define V_SUM_DEV(V, sum, dot, j)                                                                  \
+  do {                                                                                             \
+    V xv_, yv_;                                                                                    \
+    memcpy(&xv_, x + (j), sizeof xv_);                                                             \
+    memcpy(&yv_, y + (j), sizeof yv_);                                                             \
+    sum += xv_;                                                                                    \
+    dot += xv_ * (yv_ + m);                                                                        \
+  } while (0)
+
 /* The sums of LANE_LOOP in four vector accumulators held in registers: element i goes to lane
  * i % (4 * W); the accumulators are folded pairwise, then the lanes, then the tail added in double.
  * Its fixed cost is a few instructions, which matters on rows of a hundred elements. */
@@ -163,6 +173,40 @@ typedef double vec_d __attribute__((vector_size(32)));
       for (int64_t i = 0; i < n; i++)                                                              \
         y[i] = x[i] * a + b;                                                                       \
   }                                                                                                \
+  TPU_SIMD static void sum_dot_dev_##S(const T *restrict x, const T *restrict y, int64_t n,        \
+                                       T m, double *sum, double *dot) {                            \
+    enum { W = (int)(sizeof(V) / sizeof(T)) };                                                     \
+    V s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0}, d0 = {0}, d1 = {0}, d2 = {0}, d3 = {0};              \
+    int64_t i = 0;                                                                                 \
+    for (; i + 4 * W <= n; i += 4 * W) {                                                           \
+      V_SUM_DEV(V, s0, d0, i);                                                                     \
+      V_SUM_DEV(V, s1, d1, i + W);                                                                 \
+      V_SUM_DEV(V, s2, d2, i + 2 * W);                                                             \
+      V_SUM_DEV(V, s3, d3, i + 3 * W);                                                             \
+    }                                                                                              \
+    s0 = (s0 + s1) + (s2 + s3);                                                                    \
+    d0 = (d0 + d1) + (d2 + d3);                                                                    \
+    T ls = 0, ld = 0;                                                                              \
+    for (int k = 0; k < W; k++) {                                                                  \
+      ls += s0[k];                                                                                 \
+      ld += d0[k];                                                                                 \
+    }                                                                                              \
+    double ts = (double)ls, td = (double)ld;                                                       \
+    for (; i < n; i++) {                                                                           \
+      ts += x[i];                                                                                  \
+      td += x[i] * (y[i] + m);                                                                     \
+    }                                                                                              \
+    *sum = ts;                                                                                     \
+    *dot = td;                                                                                     \
+  }                                                                                                \
+  TPU_SIMD static void bn_grad_##S(T *restrict out, const T *restrict dy, const T *restrict x,     \
+                                   int64_t n, T a, T k, T ngm, T nmean) {                          \
+    for (int64_t i = 0; i < n; i++) {                                                              \
+      T b = (x[i] + nmean) * k + (T)0;                                                             \
+      T t = (b * (T)-1 + (T)0) + (dy[i] + ngm);                                                    \
+      out[i] = t * a + (T)0;                                                                       \
+    }                                                                                              \
+  }                                                                                                \
   TPU_SIMD static void accum_grads_##S(double *restrict pw, double *restrict pb,                   \
                                        const T *restrict dy, const T *restrict xhat, int64_t n) {  \
     for (int64_t i = 0; i < n; i++) {                                                              \
@@ -218,6 +262,22 @@ void nk_affine(rk_class cls, void *y, const void *x, int64_t n, double a, double
     affine_f(y, x, n, (float)a, (float)b, w, c);
   else
     affine_d(y, x, n, a, b, w, c);
+}
+
+void nk_sum_dot_dev(rk_class cls, const void *x, const void *y, int64_t n, double m, double *sum,
+                    double *dot) {
+  if (cls == RK_F)
+    sum_dot_dev_f(x, y, n, (float)m, sum, dot);
+  else
+    sum_dot_dev_d(x, y, n, m, sum, dot);
+}
+
+void nk_bn_grad(rk_class cls, void *out, const void *dy, const void *x, int64_t n, double a,
+                double k, double ngm, double nmean) {
+  if (cls == RK_F)
+    bn_grad_f(out, dy, x, n, (float)a, (float)k, (float)ngm, (float)nmean);
+  else
+    bn_grad_d(out, dy, x, n, a, k, ngm, nmean);
 }
 
 void nk_accum_grads(rk_class cls, double *pw, double *pb, const void *dy, const void *xhat,
