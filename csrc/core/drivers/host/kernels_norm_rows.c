@@ -70,6 +70,21 @@ typedef double vec_d __attribute__((vector_size(32)));
     dot += xv_ * (yv_ + m);                                                                        \
   } while (0)
 
+/* The sum of four vector accumulators as double: added pairwise, then lane by lane in T. */
+#define VEC_FOLD(T, a0, a1, a2, a3) vec_fold_##T((a0 + a1) + (a2 + a3))
+static inline double vec_fold_float(vec_f v) {
+  float t = 0;
+  for (int k = 0; k < (int)(sizeof v / sizeof t); k++)
+    t += v[k];
+  return t;
+}
+static inline double vec_fold_double(vec_d v) {
+  double t = 0;
+  for (int k = 0; k < (int)(sizeof v / sizeof t); k++)
+    t += v[k];
+  return t;
+}
+
 /* The sums of LANE_LOOP in four vector accumulators held in registers: element i goes to lane
  * i % (4 * W); the accumulators are folded pairwise, then the lanes, then the tail added in double.
  * Its fixed cost is a few instructions, which matters on rows of a hundred elements. */
@@ -83,11 +98,7 @@ typedef double vec_d __attribute__((vector_size(32)));
     VTERM(V, a2, i + 2 * W);                                                                       \
     VTERM(V, a3, i + 3 * W);                                                                       \
   }                                                                                                \
-  a0 = (a0 + a1) + (a2 + a3);                                                                      \
-  T lanes = 0;                                                                                     \
-  for (int k = 0; k < W; k++)                                                                      \
-    lanes += a0[k];                                                                                \
-  double total = (double)lanes;                                                                    \
+  double total = VEC_FOLD(T, a0, a1, a2, a3);                                                     \
   for (; i < n; i++)                                                                               \
   total += TERM(i)
 
@@ -184,14 +195,7 @@ typedef double vec_d __attribute__((vector_size(32)));
       V_SUM_DEV(V, s2, d2, i + 2 * W);                                                             \
       V_SUM_DEV(V, s3, d3, i + 3 * W);                                                             \
     }                                                                                              \
-    s0 = (s0 + s1) + (s2 + s3);                                                                    \
-    d0 = (d0 + d1) + (d2 + d3);                                                                    \
-    T ls = 0, ld = 0;                                                                              \
-    for (int k = 0; k < W; k++) {                                                                  \
-      ls += s0[k];                                                                                 \
-      ld += d0[k];                                                                                 \
-    }                                                                                              \
-    double ts = (double)ls, td = (double)ld;                                                       \
+    double ts = VEC_FOLD(T, s0, s1, s2, s3), td = VEC_FOLD(T, d0, d1, d2, d3);                     \
     for (; i < n; i++) {                                                                           \
       ts += x[i];                                                                                  \
       td += x[i] * (y[i] + m);                                                                     \
