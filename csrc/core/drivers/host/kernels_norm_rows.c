@@ -70,20 +70,17 @@ typedef double vec_d __attribute__((vector_size(32)));
     dot += xv_ * (yv_ + m);                                                                        \
   } while (0)
 
-/* The sum of four vector accumulators as double: added pairwise, then lane by lane in T. */
-#define VEC_FOLD(T, a0, a1, a2, a3) vec_fold_##T((a0 + a1) + (a2 + a3))
-static inline double vec_fold_float(vec_f v) {
-  float t = 0;
-  for (int k = 0; k < (int)(sizeof v / sizeof t); k++)
-    t += v[k];
-  return t;
-}
-static inline double vec_fold_double(vec_d v) {
-  double t = 0;
-  for (int k = 0; k < (int)(sizeof v / sizeof t); k++)
-    t += v[k];
-  return t;
-}
+/* out = the sum of four vector accumulators of type V, as double: added pairwise, then lane by
+ * lane in T. A macro: a function taking a 32-byte vector by value would change the ABI of the
+ * baseline x86-64 build. */
+#define VEC_FOLD(T, V, out, a0, a1, a2, a3)                                                        \
+  do {                                                                                             \
+    V f_ = (a0 + a1) + (a2 + a3);                                                                  \
+    T t_ = 0;                                                                                      \
+    for (int k_ = 0; k_ < (int)(sizeof f_ / sizeof t_); k_++)                                      \
+      t_ += f_[k_];                                                                                \
+    out = (double)t_;                                                                              \
+  } while (0)
 
 /* The sums of LANE_LOOP in four vector accumulators held in registers: element i goes to lane
  * i % (4 * W); the accumulators are folded pairwise, then the lanes, then the tail added in double.
@@ -98,7 +95,8 @@ static inline double vec_fold_double(vec_d v) {
     VTERM(V, a2, i + 2 * W);                                                                       \
     VTERM(V, a3, i + 3 * W);                                                                       \
   }                                                                                                \
-  double total = VEC_FOLD(T, a0, a1, a2, a3);                                                     \
+  double total;                                                                                    \
+  VEC_FOLD(T, V, total, a0, a1, a2, a3);                                                           \
   for (; i < n; i++)                                                                               \
   total += TERM(i)
 
@@ -195,7 +193,9 @@ static inline double vec_fold_double(vec_d v) {
       V_SUM_DEV(V, s2, d2, i + 2 * W);                                                             \
       V_SUM_DEV(V, s3, d3, i + 3 * W);                                                             \
     }                                                                                              \
-    double ts = VEC_FOLD(T, s0, s1, s2, s3), td = VEC_FOLD(T, d0, d1, d2, d3);                     \
+    double ts, td;                                                                                 \
+    VEC_FOLD(T, V, ts, s0, s1, s2, s3);                                                            \
+    VEC_FOLD(T, V, td, d0, d1, d2, d3);                                                            \
     for (; i < n; i++) {                                                                           \
       ts += x[i];                                                                                  \
       td += x[i] * (y[i] + m);                                                                     \
