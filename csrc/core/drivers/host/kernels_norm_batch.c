@@ -113,8 +113,8 @@ static void apply_run(char **data, const int64_t *strides, int64_t n, void *arg)
       mul_add(c, &y, v0, m, &ch[0], &ch[1]);
     } else if (!ch[0].array && !ch[1].array && !ch[2].array && !ch[3].array) {
       /* One channel along the run: the steps below in one pass, rounded the same way. */
-      const void *v1 = nk_load(c, ap->in_dt[1], data[2] + k * strides[2], m, strides[2], &b);
-      nk_bn_grad(c, &y, v0, v1, m, ch[0].v, ch[1].v, ch[2].v, ch[3].v);
+      nk_bn_grad(c, &y, v0, nk_load(c, ap->in_dt[1], data[2] + k * strides[2], m, strides[2], &b),
+                 m, ch[0].v, ch[1].v, ch[2].v, ch[3].v);
     } else {
       const void *v1 = nk_load(c, ap->in_dt[1], data[2] + k * strides[2], m, strides[2], &b);
       mul_add(c, &b, v1, m, NULL, &ch[3]); /* X - mean */

@@ -40,22 +40,21 @@ typedef struct norm_job {
   atomic_bool out_of_memory;
 } norm_job;
 
+static int64_t col_step(const tpu_tensor *t) {
+  return t->strides[t->ndim - 1] * (int64_t)tpu_dtype_size(t->dtype);
+}
+
 static row_view view_of(const tpu_tensor *t) {
   row_view v = {0};
   if (!t || tpu_tensor_numel(t) == 0)
     return v;
-  int64_t size = (int64_t)tpu_dtype_size(t->dtype);
   v.base = tpu_tensor_data(t);
-  v.row = t->strides[0] * size;
-  v.col = t->strides[t->ndim - 1] * size;
+  v.row = t->strides[0] * (int64_t)tpu_dtype_size(t->dtype);
+  v.col = col_step(t);
   return v;
 }
 
 static char *row_at(const row_view *v, int64_t r) { return v->base + r * v->row; }
-
-static int64_t col_step(const tpu_tensor *t) {
-  return t->strides[t->ndim - 1] * (int64_t)tpu_dtype_size(t->dtype);
-}
 
 static bool present(const tpu_tensor *t) { return tpu_tensor_numel(t) > 0; }
 
