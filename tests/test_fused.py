@@ -294,6 +294,19 @@ def test_fused_matches_strict_on_gpt_training() -> None:
     assert fused == pytest.approx(strict, rel=1e-5, abs=1e-6)
 
 
+def assert_fused_is_strict_and_near_cpu(
+    cpu: list[torch.Tensor],
+    strict: list[torch.Tensor],
+    fused: list[torch.Tensor],
+    rtol: float,
+    atol: float,
+) -> None:
+    """Fused mode gives strict mode's bits, and both are close to PyTorch on CPU."""
+    for c, s, f in zip(cpu, strict, fused, strict=True):
+        assert torch.equal(f, s)
+        torch.testing.assert_close(f, c, rtol=rtol, atol=atol)
+
+
 def adamw_params(mode: str, device: str) -> tuple[list[torch.Tensor], dict[str, object]]:
     """Two foreach AdamW steps on parameters of distinct sizes (the optimizer records its ops
     interleaved across them); the parameters after, and the fused stats of the second step."""
@@ -317,14 +330,44 @@ def test_foreach_adamw_step_fuses_per_parameter_and_matches() -> None:
     cpu, _ = adamw_params("strict", "cpu")
     strict, _ = adamw_params("strict", DEV)
     fused, stats = adamw_params("fused", DEV)
-    for c, s, f in zip(cpu, strict, fused, strict=True):
-        assert torch.equal(f, s)
-        # The host kernels and ATen's vectorized CPU kernels may round an element differently.
-        torch.testing.assert_close(f, c, rtol=1e-6, atol=1e-8)
+    # The host kernels and ATen's vectorized CPU kernels may round an element differently.
+    assert_fused_is_strict_and_near_cpu(cpu, strict, fused, rtol=1e-6, atol=1e-8)
     # Eight updates per parameter (decay, both moments, the denominator, the parameter): as
     # recorded no two neighbours have the same size; reordered, each parameter's chain is one step.
     assert stats["fused_nodes"] == 8 * len(cpu)
     assert stats["fused_steps"] == stats["steps"] == len(cpu)
+
+
+def mlp_step(mode: str, device: str) -> tuple[list[torch.Tensor], dict[str, object]]:
+    """Forward and backward of two linears with a GELU and a residual add; the output, the
+    gradients, and the fused stats of the step."""
+    gen = torch.Generator().manual_seed(5)
+    x = torch.randn(48, 40, generator=gen)
+    fc1, fc2 = torch.nn.Linear(40, 72), torch.nn.Linear(72, 40)
+    with torch.no_grad():
+        for p in (*fc1.parameters(), *fc2.parameters()):
+            p.copy_(torch.randn(p.shape, generator=gen) * 0.2)
+    fc1, fc2 = fc1.to(device), fc2.to(device)
+    x = x.to(device).requires_grad_()
+    with torch.tpu.eager_mode(mode):
+        torch.tpu.synchronize()
+        torch.tpu.reset_fused_stats()
+        y = fc2(torch.nn.functional.gelu(fc1(x))) + x
+        y.square().sum().backward()
+        torch.tpu.synchronize()
+        grads = [t.grad for t in (x, *fc1.parameters(), *fc2.parameters())]
+        return [t.detach().cpu() for t in (y, *grads)], torch.tpu.fused_stats()
+
+
+def test_gemm_epilogues_match_strict_bit_for_bit() -> None:
+    cpu, _ = mlp_step("strict", "cpu")
+    strict, _ = mlp_step("strict", DEV)
+    fused, stats = mlp_step("fused", DEV)
+    # MKL's GEMMs and OpenBLAS's sum in different orders.
+    assert_fused_is_strict_and_near_cpu(cpu, strict, fused, rtol=1e-4, atol=1e-4)
+    # Forward: fc1's GELU and fc2's residual add; backward: the GELU's backward after fc2's input
+    # gradient (moved there past the weight gradient's GEMM).
+    assert stats["gemm_epilogues"] == 3
 
 
 def test_same_seed_same_random_stream_in_every_mode() -> None:

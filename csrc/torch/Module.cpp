@@ -88,6 +88,7 @@ py::dict fused_stats() {
   stats["steps"] = run.steps;
   stats["fused_steps"] = run.fused_steps;
   stats["fused_nodes"] = run.fused_nodes;
+  stats["gemm_epilogues"] = run.gemm_epilogues;
   return stats;
 }
 

@@ -69,7 +69,8 @@ def fused_stats() -> dict[str, object]:
     ``recomputed_bytes``: forward results that backward read again and that were computed again
     instead of kept (README, Fused mode). Also what the cut graphs ran so far (read after a
     synchronize): ``steps`` (kernels and fused steps), ``fused_steps`` and ``fused_nodes`` (the
-    nodes those fused steps covered)."""
+    nodes those fused steps covered), ``gemm_epilogues`` (fused steps that were a GEMM with its
+    epilogue)."""
     return _C._fused_stats()
 
 

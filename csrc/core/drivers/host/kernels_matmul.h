@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "base/tpu_status.h"
+#include "ops/tpu_op.h"
 
 /* The BLAS entry points the kernels use: CBLAS signatures with 32-bit integers (LP64). */
 typedef void (*tpu_cblas_sgemm_fn)(int order, int ta, int tb, int m, int n, int k, float alpha,
@@ -62,6 +63,18 @@ void tpu_matmul_set_blas(const tpu_blas *blas);
 
 /* The BLAS in use, opening the library on first call; NULL when there is none. */
 const tpu_blas *tpu_matmul_blas(void);
+
+/* Work run on each block of a GEMM's output right after the block is written, on the thread that
+ * wrote it and while it is still in cache: rows [m0, m1) and columns [n0, n1) of output batch bo.
+ * `chunk` (below tpu_pool_threads()) names the pool chunk running it, for per-thread scratch. */
+typedef struct tpu_gemm_epilogue {
+  void (*fn)(void *ctx, int64_t bo, int64_t m0, int64_t m1, int64_t n0, int64_t n1, int chunk);
+  void *ctx;
+} tpu_gemm_epilogue;
+
+/* tpu_kernel_gemm, with `epilogue` (NULL: none) run once on every block of the output after the
+ * block is final. Blocks never overlap and together cover the output. */
+tpu_status tpu_kernel_gemm_then(const tpu_op_call *call, const tpu_gemm_epilogue *epilogue);
 
 /* True when the bf16 kernel uses the CPU's AVX512-BF16 instructions. */
 bool tpu_matmul_has_bf16_kernel(void);

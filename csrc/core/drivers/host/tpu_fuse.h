@@ -7,14 +7,22 @@
  * output's (a bias, read periodically). Any other node (an input broadcast along inner dimensions
  * or strided, another op family, a view of an earlier result the group cannot read tile by tile, a
  * partial overlap between the group's reads and writes of one buffer) ends the group and runs as a
- * single kernel through tpu_host_kernel, as does a group of one node. A sum (or mean) to one element
- * of a value of the group, right after it (float32/float64 throughout), joins the group as its
- * reduction: each tile of the value is summed as it is computed (float lanes into a double per
- * chunk, chunks added in order), so the value itself is stored only if something else needs it. One pattern of two nodes is a
- * step of its own: nll_loss_backward followed by the log_softmax_backward that alone reads its
- * result (cross-entropy's backward) runs as one row kernel, so the mostly-zero gradient of the
- * log-probabilities never exists. Fused mode first reorders a cut graph (tpu_fuse_reorder) so
- * that chains of elementwise nodes recorded interleaved become consecutive runs.
+ * single kernel through tpu_host_kernel, as does a group of one node. A sum (or mean) to one
+ * element of a value of the group, right after it (float32/float64 throughout), joins the group as
+ * its reduction: each tile of the value is summed as it is computed (float lanes into a double per
+ * chunk, chunks added in order), so the value itself is stored only if something else needs it. One
+ * pattern of two nodes is a step of its own: nll_loss_backward followed by the log_softmax_backward
+ * that alone reads its result (cross-entropy's backward) runs as one row kernel, so the mostly-zero
+ * gradient of the log-probabilities never exists. A GEMM (the matmul family, float32 or float64,
+ * dense output) followed by a fusable chain over its output's element count that reads the output,
+ * in the one view the GEMM writes, and writes none of the GEMM's operands is a step too: the chain
+ * is the GEMM's epilogue (an activation, a residual add, the activation's backward after the input
+ * gradient) and runs on each row block of the output right after the GEMM writes it, on the same
+ * thread, or on whole rows once every block is written when the GEMM splits its columns over the
+ * threads (pieces of rows run slower). The GEMM's tiles and results are those of the GEMM alone.
+ * Fused mode first reorders a cut graph (tpu_fuse_reorder) so that chains of elementwise nodes
+ * recorded interleaved become consecutive runs, each right after the GEMM it reads when nothing in
+ * between stops that.
  *
  * A fused step runs tile by tile (TPU_FUSE_TILE elements) with tiles split over the thread pool:
  * for each tile every node's inner loop (the engine's own tpu_ew_loop) runs on tile pointers, with
@@ -83,9 +91,10 @@ bool tpu_fuse_plan_can_alias(const tpu_fuse_plan *plan, const tpu_graph *graph, 
 bool tpu_fuse_plan_stores(const tpu_fuse_plan *plan, int node, int out);
 
 /* What tpu_fuse_run ran since start or reset: steps (dead or poisoned ones skipped), fused steps
- * among them, and the nodes those fused steps covered; e.g. to see an optimizer step fuse. */
+ * among them, the nodes those fused steps covered (e.g. to see an optimizer step fuse), and the
+ * fused steps that were a GEMM with its epilogue. */
 typedef struct tpu_fuse_stats {
-  uint64_t steps, fused_steps, fused_nodes;
+  uint64_t steps, fused_steps, fused_nodes, gemm_epilogues;
 } tpu_fuse_stats;
 void tpu_fuse_get_stats(tpu_fuse_stats *stats);
 void tpu_fuse_reset_stats(void);

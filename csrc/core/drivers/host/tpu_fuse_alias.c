@@ -51,7 +51,9 @@ bool tpu_fuse_plan_can_alias(const tpu_fuse_plan *p, const tpu_graph *g, int ste
       if (i >= c->n_inputs || !same_layout(&c->tensors[i], o))
         return false;
       bool safe;
-      if (st->group) /* tile by tile, node by node: the reader must run before the writer */
+      if (st->gemm && (m == st->first || node == st->first))
+        safe = false; /* a GEMM reads whole rows and columns of its operands */
+      else if (st->group) /* tile by tile, node by node: the reader must run before the writer */
         safe = group_index(st->group, m) <= group_index(st->group, node);
       else if (st->cross_entropy) /* the row kernel reads y before it writes the row */
         safe = m == node && i == 1;

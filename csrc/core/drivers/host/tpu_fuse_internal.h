@@ -61,6 +61,7 @@ typedef struct fz_step {
   bool skip;          /* a dead node: nothing reads or needs its outputs */
   bool cross_entropy; /* nll_loss_backward then log_softmax_backward as one row kernel */
   bool reduce;        /* a group whose last node sums one of its values (fz_group.reduce_node) */
+  bool gemm;          /* node `first` is a GEMM and the group (the rest) its epilogue */
   fz_group *group;    /* NULL: a single kernel (or the cross-entropy pair) */
 } fz_step;
 
@@ -80,6 +81,10 @@ int64_t tpu_fuse_out_numel(const tpu_graph *graph, int n);
 
 /* The engine's op table of `op`, or NULL for ops outside the elementwise family. */
 const tpu_ew_op *tpu_fuse_ew_op(tpu_op_id op);
+
+/* True when node n is a GEMM (the matmul family's kernel) of float32 or float64 whose output is
+ * dense, so that its element i is element i of the [batch, M, N] job: an epilogue can follow it. */
+bool tpu_fuse_gemm_head(const tpu_graph *graph, int n);
 
 /* True when nodes n and n + 1 are nll_loss_backward and the log_softmax_backward that alone reads
  * its result, in the dense float layout the fused row kernel handles. */

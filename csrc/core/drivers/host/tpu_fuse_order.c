@@ -4,7 +4,9 @@
  * is fusable, the cluster admits the largest unassigned node j < m that shares a slot with one of
  * its nodes, is fusable with m's element count, has no hazard (a slot both touch, at least one
  * writing it) with any unassigned node outside the cluster, and would not hold a dead temporary of
- * the graph alive until m (extends_temporary). The cluster is emitted in ascending
+ * the graph alive until m (extends_temporary). Last, such a cluster admits under the same
+ * conditions the GEMM below all its nodes whose output one of them reads, so that the GEMM comes
+ * right before the chain that becomes its epilogue. The cluster is emitted in ascending
  * order after everything assigned later, so the order is the clusters in reverse discovery order.
  *
  * Why that order is legal, by induction over the scan. When a cluster is formed every node after m
@@ -13,10 +15,10 @@
  * order are a cluster node j and an unassigned outsider k with j < k < m, and j was admitted only
  * because no such k had a hazard with it; inside the cluster the original order stays.
  *
- * A node that is not fusable is never admitted: it forms a cluster alone, emitted right after the
- * cluster of the node before it unless a later cluster admitted that node. So two consecutive
- * nodes of which neither is fusable stay consecutive (the cross-entropy pair of
- * tpu_fuse_cross_entropy_pair).
+ * A node that is neither fusable nor a GEMM is never admitted: it forms a cluster alone, emitted
+ * right after the cluster of the node before it unless a later cluster admitted that node. So two
+ * consecutive nodes of which neither is fusable or a GEMM stay consecutive (the cross-entropy pair
+ * of tpu_fuse_cross_entropy_pair).
  *
  * Cost: per slot, the nodes touching it in ascending order; since every node after m is assigned,
  * the largest unassigned node touching a slot (or writing it) only moves back, so a hazard check
@@ -135,6 +137,25 @@ static int32_t next_member(order_state *s, const int32_t *cluster, int size, int
   return best;
 }
 
+/* The GEMM a chain cluster takes as its head, or -1: the largest unassigned GEMM below every
+ * member whose output a member reads, over the cluster's element count, that can move down to
+ * the cluster (the planner then runs the chain as its epilogue). */
+static int32_t gemm_member(order_state *s, const int32_t *cluster, int size) {
+  int64_t numel = tpu_fuse_out_numel(s->g, cluster[0]);
+  int32_t best = -1;
+  for (int i = 0; i < size; i++) {
+    const tpu_graph_node *node = &s->g->nodes[cluster[i]];
+    for (int t = 0; t < node->call->n_inputs; t++) {
+      int32_t j = node->refs[t].node;
+      if (j > best && j < cluster[size - 1] && !s->assigned[j] && tpu_fuse_gemm_head(s->g, j) &&
+          tpu_fuse_out_numel(s->g, j) == numel && !hazard(s, j) &&
+          !extends_temporary(s, j, cluster[0]))
+        best = j;
+    }
+  }
+  return best;
+}
+
 /* Fills order[] from the back, one cluster at a time. */
 static void sink_clusters(order_state *s, int *order) {
   int n = s->g->n_nodes, end = n, search = 0;
@@ -155,6 +176,11 @@ static void sink_clusters(order_state *s, int *order) {
       for (; at > 0 && cluster[at - 1] < j; at--)
         cluster[at] = cluster[at - 1];
       cluster[at] = j;
+    }
+    int32_t head = s->fusable[m] && size < FZ_MAX_GROUP ? gemm_member(s, cluster, size) : -1;
+    if (head >= 0) {
+      s->assigned[head] = true;
+      cluster[size++] = head;
     }
     for (int i = 0; i < size; i++)
       order[end - 1 - i] = cluster[i];

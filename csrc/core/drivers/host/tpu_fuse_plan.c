@@ -2,8 +2,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "drivers/host/kernels_internal.h"
 #include "drivers/host/tpu_cast.h"
 #include "drivers/host/tpu_fuse_internal.h"
+#include "drivers/host/tpu_host_kernels.h"
 
 #define FZ_DECLARE_TABLE(id, name, kernel) extern const tpu_ew_op *const kernel##_table;
 TPU_OPS_ELEMENTWISE(FZ_DECLARE_TABLE)
@@ -193,8 +195,65 @@ static bool reduces_group(const tpu_graph *g, int first, int count) {
          tpu_tensor_numel(&c->tensors[1]) == 1;
 }
 
-/* Cuts the nodes into steps: maximal fusable runs (with a sum of one of their values), the
- * cross-entropy pair, everything else one node per step. */
+bool tpu_fuse_gemm_head(const tpu_graph *g, int n) {
+  const tpu_op_call *c = g->nodes[n].call;
+  if (tpu_host_kernel(c->op) != tpu_kernel_gemm || c->n_outputs != 1)
+    return false;
+  const tpu_tensor *out = &c->tensors[c->n_inputs];
+  return (out->dtype == TPU_FLOAT32 || out->dtype == TPU_FLOAT64) &&
+         tpu_tensor_is_contiguous(out) && tpu_tensor_numel(out) > 0;
+}
+
+/* The length of the chain of fusable nodes from `start` that joins the group beginning at node
+ * `first` (first <= start; `views` holds what the group already touches). */
+static int chain_from(const tpu_graph *g, int first, int start, view_set *views) {
+  if (!tpu_fuse_eligible(g, start) || !joins(g, first, start, views))
+    return 0;
+  int count = 1;
+  while (start + count < g->n_nodes && start + count - first < FZ_MAX_GROUP &&
+         tpu_fuse_eligible(g, start + count) &&
+         tpu_fuse_out_numel(g, start + count) == tpu_fuse_out_numel(g, start) &&
+         joins(g, first, start + count, views))
+    count++;
+  return count;
+}
+
+/* True when node n writes a slot that GEMM node `gemm` reads: the GEMM reads its operands across
+ * the whole job, so an epilogue writing them would change what later blocks read. */
+static bool writes_operand(const tpu_graph *g, int gemm, int n) {
+  const tpu_op_call *c = g->nodes[n].call, *mm = g->nodes[gemm].call;
+  for (int o = c->n_inputs; o < c->n_inputs + c->n_outputs; o++)
+    for (int i = 0; i < mm->n_inputs; i++)
+      if (g->nodes[n].refs[o].slot >= 0 && g->nodes[n].refs[o].slot == g->nodes[gemm].refs[i].slot)
+        return true;
+  return false;
+}
+
+/* The epilogue of GEMM node n: how many of the fusable nodes right after it run on each block of
+ * its output as the GEMM writes it (0: none). They must read the output as it is written (one
+ * dense view of its element count), leave the GEMM's operands alone, and read the output at all. */
+static int gemm_epilogue(const tpu_graph *g, int n) {
+  if (!tpu_fuse_gemm_head(g, n) || n + 1 >= g->n_nodes ||
+      tpu_fuse_out_numel(g, n + 1) != tpu_fuse_out_numel(g, n))
+    return 0;
+  const tpu_op_call *mm = g->nodes[n].call;
+  view_set views = {0};
+  int count = add_view(&views, g->nodes[n].refs[mm->n_inputs].slot, &mm->tensors[mm->n_inputs])
+                  ? chain_from(g, n, n + 1, &views)
+                  : 0;
+  free(views.v);
+  bool reads = false;
+  for (int k = 0; k < count; k++) {
+    if (writes_operand(g, n, n + 1 + k))
+      count = k;
+    for (int i = 0; i < g->nodes[n + 1 + k].call->n_inputs && k < count; i++)
+      reads |= g->nodes[n + 1 + k].refs[i].node == n;
+  }
+  return reads ? count : 0;
+}
+
+/* Cuts the nodes into steps: a GEMM with its epilogue, maximal fusable runs (with a sum of one
+ * of their values), the cross-entropy pair, everything else one node per step. */
 static int partition(const tpu_graph *g, fz_step *steps) {
   int n_steps = 0;
   for (int i = 0; i < g->n_nodes;) {
@@ -203,15 +262,17 @@ static int partition(const tpu_graph *g, fz_step *steps) {
       i += 2;
       continue;
     }
-    int count = 1;
+    int epilogue = gemm_epilogue(g, i);
+    if (epilogue) {
+      steps[n_steps++] = (fz_step){.first = i, .count = 1 + epilogue, .gemm = true};
+      i += 1 + epilogue;
+      continue;
+    }
     view_set views = {0};
-    bool chain = tpu_fuse_eligible(g, i) && joins(g, i, i, &views);
-    if (chain)
-      while (i + count < g->n_nodes && count < FZ_MAX_GROUP && tpu_fuse_eligible(g, i + count) &&
-             tpu_fuse_out_numel(g, i + count) == tpu_fuse_out_numel(g, i) &&
-             joins(g, i, i + count, &views))
-        count++;
+    int count = chain_from(g, i, i, &views);
     free(views.v);
+    bool chain = count > 0;
+    count += !chain;
     bool reduce = chain && reduces_group(g, i, count);
     steps[n_steps++] = (fz_step){.first = i, .count = count + reduce, .reduce = reduce};
     i += count + reduce;
@@ -247,9 +308,11 @@ static bool plan_stores(const tpu_graph *g, tpu_fuse_plan *p, const int *step_of
       for (int k = 0; k < g->nodes[n].call->n_outputs; k++) {
         int f = p->out_base[n] + k;
         bool needed = g->nodes[n].refs[g->nodes[n].call->n_inputs + k].needed;
-        /* The cross-entropy pair and a group's sum write their last output in any case. */
+        /* The cross-entropy pair and a group's sum write their last output in any case, and a
+         * GEMM its output (the epilogue reads it back from memory). */
         p->stores[f] = !fused || needed || read_outside[f] ||
-                       ((st->cross_entropy || st->reduce) && n == st->first + st->count - 1);
+                       ((st->cross_entropy || st->reduce) && n == st->first + st->count - 1) ||
+                       (st->gemm && n == st->first);
         live |= needed || read_any[f];
       }
     st->skip = !fused && !live;
@@ -307,19 +370,20 @@ static fz_group *plan_group(const tpu_graph *g, const fz_step *st, int *value_of
     free(grp);
     return NULL;
   }
-  grp->numel = tpu_fuse_out_numel(g, st->first);
-  grp->n_nodes = st->count - st->reduce;
+  int first = st->first + st->gemm; /* the GEMM's output is memory to its epilogue */
+  grp->numel = tpu_fuse_out_numel(g, first);
+  grp->n_nodes = st->count - st->reduce - st->gemm;
   for (int j = 0; j < grp->n_nodes; j++) {
-    const tpu_op_call *c = g->nodes[st->first + j].call;
+    const tpu_op_call *c = g->nodes[first + j].call;
     fz_node *fn = &grp->nodes[j];
-    fn->node = st->first + j;
+    fn->node = first + j;
     fn->loop = tpu_fuse_ew_op(c->op)->loops[tpu_ew_loop_dtype(c->compute)];
     fn->n_in = c->n_inputs;
     fn->n_out = c->n_outputs;
     for (int k = 0; k < fn->n_out + fn->n_in; k++) {
       if (k < fn->n_out)
         value_of[p->out_base[fn->node] + k] = grp->n_values;
-      plan_operand(g, grp, st->first, fn, k, value_of, p);
+      plan_operand(g, grp, first, fn, k, value_of, p);
     }
   }
   grp->reduce_node = -1;

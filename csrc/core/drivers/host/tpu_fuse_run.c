@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "drivers/host/kernels_matmul.h"
 #include "drivers/host/tpu_fuse_internal.h"
 #include "drivers/host/tpu_host_kernels.h"
 #include "exec/tpu_pool.h"
@@ -13,7 +14,7 @@
  * stores: 4K aliasing). */
 #define TILE_BYTES ((size_t)TPU_FUSE_TILE * 8 + 192)
 
-static atomic_uint_least64_t run_steps, run_fused_steps, run_fused_nodes;
+static atomic_uint_least64_t run_steps, run_fused_steps, run_fused_nodes, run_gemm_epilogues;
 
 /* Per-thread buffers of a chunk: one per value kept in scratch, one per loop operand for
  * conversions, one for a conversion's middle dtype, one per scalar operand. */
@@ -31,6 +32,7 @@ typedef struct group_run {
   int *failed;      /* per group node: its loop met an integer division by zero */
   double *partial;  /* per chunk: the sum of the reduced value over the chunk's tiles */
   char *reduce_out; /* the sum's output element */
+  int64_t rows, cols; /* a GEMM step: the GEMM's output matrices are [rows, cols] */
   chunk_layout lay;
 } group_run;
 
@@ -152,6 +154,15 @@ static double tile_sum(tpu_dtype dtype, const char *at, int64_t n) {
   return sum;
 }
 
+/* Runs every node of the group on elements [begin, end), a tile at a time. */
+static void run_range(const group_run *r, char *base, int64_t begin, int64_t end) {
+  for (; begin < end; begin += TPU_FUSE_TILE) {
+    int64_t n = end - begin < TPU_FUSE_TILE ? end - begin : TPU_FUSE_TILE;
+    for (int j = 0; j < r->grp->n_nodes; j++)
+      run_node(r, j, base, begin, n);
+  }
+}
+
 static void run_chunk(int64_t begin, int64_t end, int chunk, void *arg) {
   group_run *r = arg;
   const fz_group *grp = r->grp;
@@ -160,8 +171,7 @@ static void run_chunk(int64_t begin, int64_t end, int chunk, void *arg) {
   for (int64_t tile = begin; tile < end; tile++) {
     int64_t first = tile * TPU_FUSE_TILE;
     int64_t n = grp->numel - first < TPU_FUSE_TILE ? grp->numel - first : TPU_FUSE_TILE;
-    for (int j = 0; j < grp->n_nodes; j++)
-      run_node(r, j, base, first, n);
+    run_range(r, base, first, first + n);
     if (grp->reduce_node >= 0) {
       const fz_value *v = &grp->values[grp->reduce_val];
       const char *at = v->store
@@ -170,6 +180,21 @@ static void run_chunk(int64_t begin, int64_t end, int chunk, void *arg) {
       r->partial[chunk] += tile_sum(v->dtype, at, n);
     }
   }
+}
+
+/* A GEMM step's epilogue (tpu_gemm_epilogue): the group on a block of the output just written. */
+static void run_epilogue(void *arg, int64_t bo, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
+                         int chunk) {
+  group_run *r = arg;
+  char *base = r->scratch + (size_t)chunk * r->lay.bytes;
+  fill_consts(r, base);
+  int64_t matrix = bo * r->rows * r->cols;
+  if (n0 == 0 && n1 == r->cols) { /* whole rows: one range */
+    run_range(r, base, matrix + m0 * r->cols, matrix + m1 * r->cols);
+    return;
+  }
+  for (int64_t i = m0; i < m1; i++)
+    run_range(r, base, matrix + i * r->cols + n0, matrix + i * r->cols + n1);
 }
 
 /* Adds the chunks' partial sums in chunk order (fixed boundaries: the result does not depend on
@@ -231,8 +256,33 @@ static void load_ctx(tpu_ew_ctx *ctx, const tpu_op_call *call, int *failed) {
   }
 }
 
-/* Runs a group; on failure *failed_node is the graph index of the node that failed. */
-static tpu_status run_group(const fz_group *grp, const tpu_graph *g, int *failed_node) {
+/* Locates every tensor of a single kernel's call. */
+static tpu_status locate_call(const tpu_op_call *c) {
+  for (int i = 0; i < c->n_inputs + c->n_outputs; i++) {
+    char *data;
+    tpu_status st = locate(&c->tensors[i], i >= c->n_inputs, &data);
+    if (st != TPU_OK)
+      return st;
+  }
+  return TPU_OK;
+}
+
+static tpu_status run_single(const tpu_op_call *c) {
+  tpu_status st = locate_call(c);
+  if (st != TPU_OK)
+    return st;
+  tpu_kernel_fn kernel = tpu_host_kernel(c->op);
+  if (!kernel)
+    return tpu_error(TPU_ERR_NOT_IMPLEMENTED, "the host driver has no kernel for %s",
+                     tpu_op_name(c->op));
+  return kernel(c);
+}
+
+/* Runs a group step (a GEMM step: the GEMM with the group as its epilogue); when a node of the
+ * group fails *failed_node is its graph index (else it is left as it is, the step's first). */
+static tpu_status run_group(const fz_step *step, const tpu_graph *g, int *failed_node) {
+  const fz_group *grp = step->group;
+  const tpu_op_call *gemm = step->gemm ? g->nodes[step->first].call : NULL;
   group_run r = {.grp = grp, .graph = g};
   r.lay.values = 0;
   r.lay.conv = (size_t)grp->n_values * TILE_BYTES;
@@ -241,7 +291,7 @@ static tpu_status run_group(const fz_group *grp, const tpu_graph *g, int *failed
   r.lay.bytes = r.lay.consts + (size_t)grp->n_consts * TILE_BYTES;
   int64_t tiles = (grp->numel + TPU_FUSE_TILE - 1) / TPU_FUSE_TILE;
   int64_t grain = TPU_ITER_GRAIN / TPU_FUSE_TILE;
-  int chunks = tpu_parallel_chunks(tiles, grain);
+  int chunks = gemm ? tpu_pool_threads() : tpu_parallel_chunks(tiles, grain);
   r.ctx = calloc((size_t)grp->n_nodes, sizeof *r.ctx);
   r.mem = calloc((size_t)grp->n_nodes * TPU_EW_MAX_OPERANDS, sizeof *r.mem);
   r.val_mem = calloc((size_t)grp->n_values, sizeof *r.val_mem);
@@ -251,6 +301,8 @@ static tpu_status run_group(const fz_group *grp, const tpu_graph *g, int *failed
   tpu_status st = TPU_OK;
   if (!r.ctx || !r.mem || !r.val_mem || !r.failed || !r.scratch || !r.partial)
     st = tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot allocate a fused group's tile buffers");
+  if (st == TPU_OK && gemm) /* first: the epilogue reads the GEMM's output */
+    st = locate_call(gemm);
   if (st == TPU_OK)
     st = locate_group(&r);
   if (st == TPU_OK && grp->reduce_node >= 0)
@@ -258,7 +310,15 @@ static tpu_status run_group(const fz_group *grp, const tpu_graph *g, int *failed
   if (st == TPU_OK) {
     for (int j = 0; j < grp->n_nodes; j++)
       load_ctx(&r.ctx[j], g->nodes[grp->nodes[j].node].call, &r.failed[j]);
-    tpu_parallel_for(tiles, grain, run_chunk, &r);
+    if (gemm) {
+      const tpu_tensor *out = &gemm->tensors[gemm->n_inputs];
+      r.rows = out->sizes[1];
+      r.cols = out->sizes[2];
+      tpu_gemm_epilogue epilogue = {.fn = run_epilogue, .ctx = &r};
+      st = tpu_kernel_gemm_then(gemm, &epilogue); /* a failure is the GEMM's: step->first */
+    } else {
+      tpu_parallel_for(tiles, grain, run_chunk, &r);
+    }
     if (grp->reduce_node >= 0)
       store_reduction(&r, chunks);
     for (int j = 0; j < grp->n_nodes && st == TPU_OK; j++)
@@ -274,20 +334,6 @@ static tpu_status run_group(const fz_group *grp, const tpu_graph *g, int *failed
   free(r.scratch);
   free(r.partial);
   return st;
-}
-
-static tpu_status run_single(const tpu_op_call *c) {
-  for (int i = 0; i < c->n_inputs + c->n_outputs; i++) {
-    char *data;
-    tpu_status st = locate(&c->tensors[i], i >= c->n_inputs, &data);
-    if (st != TPU_OK)
-      return st;
-  }
-  tpu_kernel_fn kernel = tpu_host_kernel(c->op);
-  if (!kernel)
-    return tpu_error(TPU_ERR_NOT_IMPLEMENTED, "the host driver has no kernel for %s",
-                     tpu_op_name(c->op));
-  return kernel(c);
 }
 
 /* The cross-entropy pair (tpu_fuse.h): every tensor but the gradient between the two nodes. */
@@ -344,10 +390,12 @@ tpu_status tpu_fuse_run(const tpu_fuse_plan *p, const tpu_graph *g) {
     if (step->group) {
       atomic_fetch_add(&run_fused_steps, 1);
       atomic_fetch_add(&run_fused_nodes, (uint64_t)step->count);
+      if (step->gemm)
+        atomic_fetch_add(&run_gemm_epilogues, 1);
     }
     tpu_status st;
     if (step->group)
-      st = run_group(step->group, g, &failed);
+      st = run_group(step, g, &failed);
     else if (step->cross_entropy)
       st = run_cross_entropy(g->nodes[step->first].call, g->nodes[step->first + 1].call);
     else
@@ -368,10 +416,12 @@ void tpu_fuse_get_stats(tpu_fuse_stats *stats) {
   stats->steps = atomic_load(&run_steps);
   stats->fused_steps = atomic_load(&run_fused_steps);
   stats->fused_nodes = atomic_load(&run_fused_nodes);
+  stats->gemm_epilogues = atomic_load(&run_gemm_epilogues);
 }
 
 void tpu_fuse_reset_stats(void) {
   atomic_store(&run_steps, 0);
   atomic_store(&run_fused_steps, 0);
   atomic_store(&run_fused_nodes, 0);
+  atomic_store(&run_gemm_epilogues, 0);
 }
