@@ -325,9 +325,45 @@ static void split_pass(rk_job *job, rk_kind kind, const double *aux) {
   job->kind = kind;
   job->aux = aux;
   tpu_parallel_for(job->chunks, 1, by_reduced, job);
-  for (int c = 1; c < job->chunks; c++)
-    for (int64_t o = 0; o < pl->n_out; o++)
-      rk_merge(kind, pl->cls, &job->partial[o], &job->partial[(int64_t)c * pl->n_out + o]);
+  for (int c = 1; c < job->chunks; c++) {
+    rk_state *into = job->partial, *from = job->partial + (int64_t)c * pl->n_out;
+    if (kind == RK_SUM) /* rk_merge's sum, without a call per output */
+      for (int64_t o = 0; o < pl->n_out; o++) {
+        into[o].f += from[o].f;
+        into[o].i = (int64_t)((uint64_t)into[o].i + (uint64_t)from[o].i);
+      }
+    else
+      for (int64_t o = 0; o < pl->n_out; o++)
+        rk_merge(kind, pl->cls, &into[o], &from[o]);
+  }
+}
+
+/* Stores float sums and means into float32 or float64 outputs, the common case (a bias
+ * gradient), as rk_finish does but one run of outputs per loop. False for any other case. */
+static bool store_sums(const rk_plan *pl, const rk_state *states) {
+  const rk_spec *spec = pl->spec;
+  tpu_dtype dt = pl->out_dtype[0];
+  if (spec->kind != RK_SUM || (spec->fin != RK_VALUE && spec->fin != RK_MEAN) ||
+      pl->cls == RK_I || pl->nout != 1 || (dt != TPU_FLOAT32 && dt != TPU_FLOAT64))
+    return false;
+  const bool mean = spec->fin == RK_MEAN;
+  const double count = (double)pl->n_red;
+  const int64_t step = pl->kept.stride[1][0];
+  rk_walk w;
+  walk_start(&w, &pl->kept, 0, pl->n_out);
+  int64_t off[RK_OPS], n, pos;
+  while (walk_next(&w, off, &n, &pos)) {
+    char *out = pl->out[0] + off[1];
+    for (int64_t t = 0; t < n; t++) {
+      double v = mean ? states[pos + t].f / count : states[pos + t].f;
+      float f = (float)v;
+      if (dt == TPU_FLOAT32)
+        memcpy(out + t * step, &f, sizeof f);
+      else
+        memcpy(out + t * step, &v, sizeof v);
+    }
+  }
+  return true;
 }
 
 /* Split mode: chunks of the reduced range for all (few) outputs. */
@@ -352,14 +388,16 @@ static tpu_status run_split(const rk_plan *pl, int chunks) {
     free(aux);
     return tpu_error(TPU_ERR_OUT_OF_MEMORY, "reduction: cannot allocate column scratch");
   }
-  rk_walk w;
-  walk_start(&w, &pl->kept, 0, pl->n_out);
-  int64_t off[RK_OPS], n, pos;
-  while (walk_next(&w, off, &n, &pos))
-    for (int64_t t = 0; t < n; t++)
-      rk_finish(pl, &job.partial[pos + t], aux ? aux[pos + t] : 0,
-             pl->out[0] + off[1] + t * pl->kept.stride[1][0],
-             pl->out[1] + off[2] + t * pl->kept.stride[2][0]);
+  if (!store_sums(pl, job.partial)) {
+    rk_walk w;
+    walk_start(&w, &pl->kept, 0, pl->n_out);
+    int64_t off[RK_OPS], n, pos;
+    while (walk_next(&w, off, &n, &pos))
+      for (int64_t t = 0; t < n; t++)
+        rk_finish(pl, &job.partial[pos + t], aux ? aux[pos + t] : 0,
+               pl->out[0] + off[1] + t * pl->kept.stride[1][0],
+               pl->out[1] + off[2] + t * pl->kept.stride[2][0]);
+  }
   free(job.partial);
   free(aux);
   return TPU_OK;
