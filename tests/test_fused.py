@@ -342,11 +342,12 @@ def mlp_step(mode: str, device: str) -> tuple[list[torch.Tensor], dict[str, obje
     """Forward and backward of two linears with a GELU and a residual add; the output, the
     gradients, and the fused stats of the step."""
     gen = torch.Generator().manual_seed(5)
-    x = torch.randn(48, 40, generator=gen)
-    fc1, fc2 = torch.nn.Linear(40, 72), torch.nn.Linear(72, 40)
+    # Large enough for epilogues (FZ_EPILOGUE_MIN_WORK): 256 x 256 x 64 multiply-adds per GEMM.
+    x = torch.randn(256, 64, generator=gen)
+    fc1, fc2 = torch.nn.Linear(64, 256), torch.nn.Linear(256, 64)
     with torch.no_grad():
         for p in (*fc1.parameters(), *fc2.parameters()):
-            p.copy_(torch.randn(p.shape, generator=gen) * 0.2)
+            p.copy_(torch.randn(p.shape, generator=gen) * 0.1)
     fc1, fc2 = fc1.to(device), fc2.to(device)
     x = x.to(device).requires_grad_()
     with torch.tpu.eager_mode(mode):

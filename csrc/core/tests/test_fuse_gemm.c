@@ -1,7 +1,7 @@
 /* GEMM epilogues of the fused planner (drivers/host/tpu_fuse.h): y = gelu(A @ B + bias) + r is
  * one step whose chain runs on each block of the product, bit for bit what the nodes give one by
  * one, with its intermediate never written, for row tiles and column tiles over two threads, in
- * float32 and float64; a chain that writes an operand of the GEMM is no epilogue and still
+ * float32 and float64 (a GEMM too small to split takes none); a chain that writes an operand of the GEMM is no epilogue and still
  * matches; reordering moves a GEMM past an unrelated one to the chain that reads it. */
 #include "drivers/host/tpu_fuse.h"
 #include "drivers/host/tpu_host_kernels.h"
@@ -115,7 +115,8 @@ static bool all_poison(const void *mem, size_t n) {
   return true;
 }
 
-static void check_epilogue(tpu_dtype d, int64_t m, int64_t k, int64_t n) {
+/* Runs linear_gelu fused and node by node; `steps` and `epilogue` are what the plan must have. */
+static void check_epilogue(tpu_dtype d, int64_t m, int64_t k, int64_t n, int steps, int epilogue) {
   copy ref, fused;
   make_copy(&ref, d, m, k, n);
   make_copy(&fused, d, m, k, n);
@@ -125,11 +126,11 @@ static void check_epilogue(tpu_dtype d, int64_t m, int64_t k, int64_t n) {
   linear_gelu(&graph, &fused, T);
   tpu_fuse_stats before, after;
   tpu_fuse_get_stats(&before);
-  int epilogue;
-  CHECK(run_graph(graph.graph, &fused, true, &epilogue) == 1);
+  int nodes;
+  CHECK(run_graph(graph.graph, &fused, true, &nodes) == steps);
   tpu_fuse_get_stats(&after);
-  CHECK(epilogue == 3);
-  CHECK(after.gemm_epilogues == before.gemm_epilogues + 1);
+  CHECK(nodes == epilogue);
+  CHECK(after.gemm_epilogues == before.gemm_epilogues + (epilogue > 0));
   CHECK(all_poison(fused.mem[T], bytes(&fused, T)));
   memcpy(fused.mem[T], ref.mem[T], bytes(&ref, T));
   CHECK(same(&ref, &fused));
@@ -141,10 +142,11 @@ static void check_epilogue(tpu_dtype d, int64_t m, int64_t k, int64_t n) {
 static void test_epilogue_row_and_column_tiles(void) {
   /* Over 2^20 multiply-adds, so two threads share each GEMM: m >= n splits rows (the chain runs
    * on each tile), m < n columns (the chain runs on whole rows after the tiles). */
-  check_epilogue(TPU_FLOAT32, 200, 64, 96);
-  check_epilogue(TPU_FLOAT32, 96, 64, 200);
-  check_epilogue(TPU_FLOAT64, 130, 70, 120);
-  check_epilogue(TPU_FLOAT32, 5, 3, 7); /* one thread */
+  check_epilogue(TPU_FLOAT32, 200, 64, 96, 1, 3);
+  check_epilogue(TPU_FLOAT32, 96, 64, 200, 1, 3);
+  check_epilogue(TPU_FLOAT64, 130, 70, 120, 1, 3);
+  /* Below FZ_EPILOGUE_MIN_WORK: the GEMM alone, then the chain as a group. */
+  check_epilogue(TPU_FLOAT32, 50, 30, 70, 2, 0);
 }
 
 static void test_chain_writing_an_operand_is_separate(void) {
@@ -175,8 +177,8 @@ static void two_products(emitter *e, const copy *c) {
 
 static void test_reorder_brings_the_gemm_to_its_chain(void) {
   copy ref, fused;
-  make_copy(&ref, TPU_FLOAT32, 120, 40, 80);
-  make_copy(&fused, TPU_FLOAT32, 120, 40, 80);
+  make_copy(&ref, TPU_FLOAT32, 200, 64, 96);
+  make_copy(&fused, TPU_FLOAT32, 200, 64, 96);
   emitter now = {NULL};
   two_products(&now, &ref);
   emitter graph = {tpu_graph_new(0)};

@@ -82,8 +82,14 @@ int64_t tpu_fuse_out_numel(const tpu_graph *graph, int n);
 /* The engine's op table of `op`, or NULL for ops outside the elementwise family. */
 const tpu_ew_op *tpu_fuse_ew_op(tpu_op_id op);
 
-/* True when node n is a GEMM (the matmul family's kernel) of float32 or float64 whose output is
- * dense, so that its element i is element i of the [batch, M, N] job: an epilogue can follow it. */
+/* Multiply-adds (output elements times K) below which a GEMM takes no epilogue: the group's
+ * setup costs more than a separate step (measured on a chain of 8x8 mm and add: 11-12.5 against
+ * 5-9 us per op). */
+#define FZ_EPILOGUE_MIN_WORK (1 << 20)
+
+/* True when node n is a GEMM (the matmul family's kernel) of float32 or float64, of at least
+ * FZ_EPILOGUE_MIN_WORK, whose output is dense, so that its element i is element i of the
+ * [batch, M, N] job: an epilogue can follow it. */
 bool tpu_fuse_gemm_head(const tpu_graph *graph, int n);
 
 /* True when nodes n and n + 1 are nll_loss_backward and the log_softmax_backward that alone reads

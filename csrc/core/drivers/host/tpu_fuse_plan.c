@@ -199,9 +199,10 @@ bool tpu_fuse_gemm_head(const tpu_graph *g, int n) {
   const tpu_op_call *c = g->nodes[n].call;
   if (tpu_host_kernel(c->op) != tpu_kernel_gemm || c->n_outputs != 1)
     return false;
-  const tpu_tensor *out = &c->tensors[c->n_inputs];
+  const tpu_tensor *a = &c->tensors[0], *out = &c->tensors[c->n_inputs];
+  double work = (double)tpu_tensor_numel(out) * (double)a->sizes[a->ndim - 1];
   return (out->dtype == TPU_FLOAT32 || out->dtype == TPU_FLOAT64) &&
-         tpu_tensor_is_contiguous(out) && tpu_tensor_numel(out) > 0;
+         tpu_tensor_is_contiguous(out) && work >= FZ_EPILOGUE_MIN_WORK;
 }
 
 /* The length of the chain of fusable nodes from `start` that joins the group beginning at node
