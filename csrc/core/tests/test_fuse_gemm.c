@@ -115,28 +115,45 @@ static bool all_poison(const void *mem, size_t n) {
   return true;
 }
 
+/* A test graph's two copies: `ref` computed node by node, `fused` described into `graph`. */
+typedef void (*describe_fn)(emitter *e, const copy *c, int gelu_out);
+typedef struct pair {
+  copy ref, fused;
+  tpu_graph *graph;
+} pair;
+
+static void pair_open(pair *p, describe_fn describe, int gelu_out, tpu_dtype d, int64_t m,
+                      int64_t k, int64_t n) {
+  make_copy(&p->ref, d, m, k, n);
+  make_copy(&p->fused, d, m, k, n);
+  emitter now = {NULL}, graph = {tpu_graph_new(0)};
+  describe(&now, &p->ref, gelu_out);
+  describe(&graph, &p->fused, gelu_out);
+  p->graph = graph.graph;
+}
+
+/* Checks that both copies hold the same bits, and frees them. */
+static void pair_close(pair *p) {
+  CHECK(same(&p->ref, &p->fused));
+  tpu_graph_free(p->graph);
+  free_copy(&p->ref);
+  free_copy(&p->fused);
+}
+
 /* Runs linear_gelu fused and node by node; `steps` and `epilogue` are what the plan must have. */
 static void check_epilogue(tpu_dtype d, int64_t m, int64_t k, int64_t n, int steps, int epilogue) {
-  copy ref, fused;
-  make_copy(&ref, d, m, k, n);
-  make_copy(&fused, d, m, k, n);
-  emitter now = {NULL};
-  linear_gelu(&now, &ref, T);
-  emitter graph = {tpu_graph_new(0)};
-  linear_gelu(&graph, &fused, T);
+  pair p;
+  pair_open(&p, linear_gelu, T, d, m, k, n);
   tpu_fuse_stats before, after;
   tpu_fuse_get_stats(&before);
   int nodes;
-  CHECK(run_graph(graph.graph, &fused, true, &nodes) == steps);
+  CHECK(run_graph(p.graph, &p.fused, true, &nodes) == steps);
   tpu_fuse_get_stats(&after);
   CHECK(nodes == epilogue);
   CHECK(after.gemm_epilogues == before.gemm_epilogues + (epilogue > 0));
-  CHECK(all_poison(fused.mem[T], bytes(&fused, T)));
-  memcpy(fused.mem[T], ref.mem[T], bytes(&ref, T));
-  CHECK(same(&ref, &fused));
-  tpu_graph_free(graph.graph);
-  free_copy(&ref);
-  free_copy(&fused);
+  CHECK(all_poison(p.fused.mem[T], bytes(&p.fused, T)));
+  memcpy(p.fused.mem[T], p.ref.mem[T], bytes(&p.ref, T));
+  pair_close(&p);
 }
 
 static void test_epilogue_row_and_column_tiles(void) {
@@ -151,47 +168,31 @@ static void test_epilogue_row_and_column_tiles(void) {
 
 static void test_chain_writing_an_operand_is_separate(void) {
   /* k == n: the gelu writes into A, which the GEMM reads across all of its tiles. */
-  copy ref, fused;
-  make_copy(&ref, TPU_FLOAT32, 150, 90, 90);
-  make_copy(&fused, TPU_FLOAT32, 150, 90, 90);
-  emitter now = {NULL};
-  linear_gelu(&now, &ref, A);
-  emitter graph = {tpu_graph_new(0)};
-  linear_gelu(&graph, &fused, A);
+  pair p;
+  pair_open(&p, linear_gelu, A, TPU_FLOAT32, 150, 90, 90);
   int epilogue;
-  CHECK(run_graph(graph.graph, &fused, false, &epilogue) == 2);
+  CHECK(run_graph(p.graph, &p.fused, false, &epilogue) == 2);
   CHECK(epilogue == 0);
-  CHECK(same(&ref, &fused));
-  tpu_graph_free(graph.graph);
-  free_copy(&ref);
-  free_copy(&fused);
+  pair_close(&p);
 }
 
-/* p = a @ b; e = a @ b2; t = gelu(p): as autograd records a linear's input and weight gradients
- * before the activation's backward. */
-static void two_products(emitter *e, const copy *c) {
+/* p = a @ b; e = a @ b2; gelu_out = gelu(p): as autograd records a linear's input and weight
+ * gradients before the activation's backward. */
+static void two_products(emitter *e, const copy *c, int gelu_out) {
   gemm(e, c, A, B, P, false);
   gemm(e, c, A, B2, E, false);
-  emit(e, mk_call(TPU_OP_GELU, c->d, (tpu_tensor[]){plane(c, P), plane(c, T)}, 1, 0));
+  emit(e, mk_call(TPU_OP_GELU, c->d, (tpu_tensor[]){plane(c, P), plane(c, gelu_out)}, 1, 0));
 }
 
 static void test_reorder_brings_the_gemm_to_its_chain(void) {
-  copy ref, fused;
-  make_copy(&ref, TPU_FLOAT32, 200, 64, 96);
-  make_copy(&fused, TPU_FLOAT32, 200, 64, 96);
-  emitter now = {NULL};
-  two_products(&now, &ref);
-  emitter graph = {tpu_graph_new(0)};
-  two_products(&graph, &fused);
-  CHECK_OK(tpu_fuse_reorder(&graph.graph));
-  CHECK(graph.graph->nodes[1].call->tensors[2].host == fused.mem[P]);
+  pair p;
+  pair_open(&p, two_products, T, TPU_FLOAT32, 200, 64, 96);
+  CHECK_OK(tpu_fuse_reorder(&p.graph));
+  CHECK(p.graph->nodes[1].call->tensors[2].host == p.fused.mem[P]);
   int epilogue;
-  CHECK(run_graph(graph.graph, &fused, false, &epilogue) == 2);
+  CHECK(run_graph(p.graph, &p.fused, false, &epilogue) == 2);
   CHECK(epilogue == 2);
-  CHECK(same(&ref, &fused));
-  tpu_graph_free(graph.graph);
-  free_copy(&ref);
-  free_copy(&fused);
+  pair_close(&p);
 }
 
 int main(void) {
