@@ -356,11 +356,12 @@ static bool store_sums(const rk_plan *pl, const rk_state *states) {
     char *out = pl->out[0] + off[1];
     for (int64_t t = 0; t < n; t++) {
       double v = mean ? states[pos + t].f / count : states[pos + t].f;
-      float f = (float)v;
-      if (dt == TPU_FLOAT32)
+      if (dt == TPU_FLOAT32) {
+        float f = (float)v;
         memcpy(out + t * step, &f, sizeof f);
-      else
+      } else {
         memcpy(out + t * step, &v, sizeof v);
+      }
     }
   }
   return true;

@@ -243,13 +243,13 @@ static int gemm_epilogue(const tpu_graph *g, int n) {
                   ? chain_from(g, n, n + 1, &views)
                   : 0;
   free(views.v);
-  bool reads = false;
-  for (int k = 0; k < count; k++) {
+  for (int k = 0; k < count; k++)
     if (writes_operand(g, n, n + 1 + k))
       count = k;
-    for (int i = 0; i < g->nodes[n + 1 + k].call->n_inputs && k < count; i++)
-      reads |= g->nodes[n + 1 + k].refs[i].node == n;
-  }
+  bool reads = false;
+  for (int m = n + 1; m < n + 1 + count; m++)
+    for (int i = 0; i < g->nodes[m].call->n_inputs; i++)
+      reads |= g->nodes[m].refs[i].node == n;
   return reads ? count : 0;
 }
 
