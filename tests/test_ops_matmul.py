@@ -62,9 +62,12 @@ def native(fn: Callable[[], object]) -> object:
 
 
 def test_blas_is_loaded() -> None:
-    # scipy-openblas32 is a dependency: fp32 must run through it, bf16 through vdpbf16ps here.
+    # scipy-openblas32 is a dependency: fp32 runs through it, or through the AVX-512 kernel where
+    # the CPU has AVX-512; bf16 through vdpbf16ps where it exists.
     info = torch.ops.torch_tpu._blas_info()
     assert info.startswith("OpenBLAS"), info
+    avx512 = " avx512f " in open("/proc/cpuinfo").read().replace("\n", " ")
+    assert ("; fp32: avx512;" if avx512 else "; fp32: blas;") in info, info
     if "avx512_bf16" in open("/proc/cpuinfo").read():
         assert info.endswith("bf16: avx512_bf16")
 
@@ -309,6 +312,29 @@ def test_fp32_is_true_fp32_against_fp64(eager_mode: str) -> None:
         got = native(lambda ta=ta, tb=tb: torch.mm(ta.to(DEV), tb.to(DEV))).cpu().double()
         err = ((got - ref).abs() / (a.double().abs() @ b.double().abs())).max().item()
         assert err < 1e-6
+
+
+def test_f32_model_sizes(eager_mode: str) -> None:
+    # Sizes that take the packed AVX-512 fp32 kernel where the CPU has one (at least 2^22
+    # multiply-adds; K over two of its blocks, partial register tiles, operands without a BLAS
+    # layout, C as a bias row or a matrix, summed batches, a column-major out=), against CPU.
+    a, b = make(130, 1100), make(1100, 70, seed=1)
+    bias, c = make(70, seed=2), make(130, 70, seed=3)
+    cases: list[tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]] = [
+        (torch.mm, (a, b)),
+        (torch.mm, (a.t().contiguous().t(), b.t().contiguous().t())),
+        (torch.mm, (make(520, 900)[::2, ::3], make(300, 200, seed=1)[:, ::2])),
+        (lambda c, x, y: torch.addmm(c, x, y, beta=0.5, alpha=2.0), (bias, a, b)),
+        (lambda c, x, y: torch.addmm(c, x, y, beta=-1.0), (c, a, b)),
+        (torch.baddbmm, (make(3, 60, 70), make(3, 60, 400, seed=1), make(3, 400, 70, seed=2))),
+        (torch.addbmm, (make(60, 70), make(3, 60, 400, seed=1), make(3, 400, 70, seed=2))),
+    ]
+    for fn, args in cases:
+        got = native(lambda fn=fn, args=args: fn(*(t.to(DEV) for t in args)))
+        same(got, fn(*args), 1100)
+    out = torch.empty(70, 130, device=DEV).t()
+    native(lambda: torch.mm(a.to(DEV), b.to(DEV), out=out))
+    torch.testing.assert_close(out.cpu(), a @ b, **tol(torch.float32, 1100))
 
 
 def test_bf16_large_against_reference(eager_mode: str) -> None:

@@ -1,7 +1,8 @@
 /* The GEMM kernel: every dtype against a double-precision reference, transposed and strided
  * operands and outputs, alpha/beta with NaN in an ignored C, summed batches, empty dimensions,
- * the split over threads, the AVX512-BF16 kernel against the portable path, and the BLAS dispatch
- * through a stand-in CBLAS that checks transposes reach it without copies. */
+ * the split over threads, the AVX512-BF16 kernel against the portable path, the AVX-512 fp32
+ * kernel, and the BLAS dispatch through a stand-in CBLAS that checks transposes reach it without
+ * copies. */
 #include <complex.h>
 #include <math.h>
 #include <stdlib.h>
@@ -85,9 +86,76 @@ static void test_missing_library(void) {
 
 static void test_f32_builtin(void) {
   tpu_matmul_set_blas(NULL);
+  tpu_matmul_disable_f32_kernel(true);
   for (int t = 0; t < 8; t++)
     check_f32_layouts(37, 29, 41, t & 1, t & 2, t & 4);
   check_f32_layouts(1, 1, 1, false, false, false);
+  tpu_matmul_disable_f32_kernel(false);
+}
+
+/* out = 0.5 * A @ B - 2 * C over [2, m, k] @ [2, k, n], A's elements two apart along both
+ * dimensions (no BLAS layout). Case 0: no C, a column-major output; 1: summed over the batches
+ * (addbmm) with C; 2: C a bias row broadcast over the rows; 3: C a matrix per batch. */
+enum { F32_CASES = 4 };
+static int64_t f32_case(int64_t m, int64_t n, int64_t k, int variant, float *out) {
+  float *a = malloc(sizeof(float) * (size_t)(2 * m * k * 4));
+  float *b = malloc(sizeof(float) * (size_t)(2 * k * n));
+  float *c = malloc(sizeof(float) * (size_t)(2 * m * n));
+  for (int64_t i = 0; i < 2 * m * k * 4; i++)
+    a[i] = (float)value(i);
+  for (int64_t i = 0; i < 2 * k * n; i++)
+    b[i] = (float)value(i + 1);
+  for (int64_t i = 0; i < 2 * m * n; i++)
+    c[i] = (float)value(i + 2);
+  int64_t batches = variant == 1 ? 1 : 2;
+  tpu_tensor cv = variant == 2 ? view3(c, TPU_FLOAT32, 2, m, n, 0, 0, 1)
+                               : view3(c, TPU_FLOAT32, batches, m, n, m * n, n, 1);
+  tpu_tensor ov = variant == 0 ? view3(out, TPU_FLOAT32, 2, m, n, m * n, 1, m)
+                               : view3(out, TPU_FLOAT32, batches, m, n, m * n, n, 1);
+  CHECK_OK(gemm(view3(a, TPU_FLOAT32, 2, m, k, 4 * m * k, 4 * k, 2),
+                view3(b, TPU_FLOAT32, 2, k, n, k * n, n, 1), variant ? &cv : NULL, ov,
+                SCALAR_F(0.5), SCALAR_F(-2)));
+  free(a), free(b), free(c);
+  return batches * m * n;
+}
+
+/* The AVX-512 fp32 kernel, where the CPU has one: it takes the GEMM from the BLAS, matches the
+ * reference in every layout with K over several blocks and partial register tiles, matches the
+ * built-in kernel on odd strides, C (a matrix or a bias row) and summed batches, and gives the
+ * same bits on one thread and on two. */
+static void test_f32_kernel(void) {
+  if (!tpu_matmul_has_f32_kernel()) {
+    printf("  (no AVX-512: the fp32 kernel is not used on this CPU)\n");
+    return;
+  }
+  tpu_blas fake = {.sgemm = fake_sgemm, .dgemm = NULL, .name = "fake"};
+  tpu_matmul_set_blas(&fake);
+  blas_calls = 0;
+  for (int t = 0; t < 8; t++)
+    check_f32_layouts(100, 70, 1100, t & 1, t & 2, t & 4);
+  check_f32_layouts(13, 330, 1000, false, true, false);
+  CHECK(blas_calls == 0);
+  tpu_matmul_set_blas(NULL);
+  int threads = tpu_pool_threads();
+  int64_t m = 50, n = 45, k = 1000;
+  float *got = malloc(sizeof(float) * (size_t)(2 * m * n));
+  float *want = malloc(sizeof(float) * (size_t)(2 * m * n));
+  for (int variant = 0; variant < F32_CASES; variant++) {
+    tpu_matmul_disable_f32_kernel(true);
+    f32_case(m, n, k, variant, want);
+    tpu_matmul_disable_f32_kernel(false);
+    tpu_pool_set_threads(2);
+    int64_t count = f32_case(m, n, k, variant, got);
+    double err = 0;
+    for (int64_t i = 0; i < count; i++)
+      err = fmax(err, fabs((double)got[i] - want[i]) / (1 + fabs((double)want[i])));
+    CHECK(err < 1e-5);
+    tpu_pool_set_threads(1);
+    f32_case(m, n, k, variant, want);
+    CHECK(memcmp(got, want, sizeof(float) * (size_t)count) == 0);
+  }
+  tpu_pool_set_threads(threads);
+  free(got), free(want);
 }
 
 static void test_blas_dispatch(void) {
@@ -232,6 +300,7 @@ static void test_errors(void) {
 int main(void) {
   RUN_TEST(test_missing_library);
   RUN_TEST(test_f32_builtin);
+  RUN_TEST(test_f32_kernel);
   RUN_TEST(test_blas_dispatch);
   RUN_TEST(test_alpha_beta);
   RUN_TEST(test_int8_wrap_and_batches);

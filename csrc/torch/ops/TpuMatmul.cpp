@@ -375,6 +375,7 @@ void set_blas_library(c10::string_view path) {
 std::string blas_info() {
   const tpu_blas* blas = tpu_matmul_blas();
   std::string info = blas ? blas->name : "built-in";
+  info += tpu_matmul_has_f32_kernel() ? "; fp32: avx512" : "; fp32: blas";
   return info + (tpu_matmul_has_bf16_kernel() ? "; bf16: avx512_bf16" : "; bf16: fp32");
 }
 

@@ -1,12 +1,12 @@
 /* The GEMM kernel of the matmul family (call layout in kernels_matmul.h). A job is cut into tiles,
  * whole matrices when there are enough batches for the threads, else row or column blocks of each
- * matrix, and the pool runs them. Each tile takes one of three paths:
+ * matrix, and the pool runs them. float32 on AVX-512 CPUs (kernels_matmul_f32.c) and bf16 on
+ * AVX512-BF16 CPUs (kernels_matmul_bf16.c) take packed kernels that split the job their own way.
+ * Otherwise each tile takes one of two paths:
  *   - BLAS: float32/64 and complex. Operands stored row- or column-major (transposes included)
  *     go to the BLAS as they are; other layouts, conjugated operands and outputs that share
  *     memory with an input take the portable path. C is copied into the output first and the
  *     BLAS applies beta, so an in-place addmm reads nothing twice.
- *   - bf16: the packed AVX512-BF16 kernel (kernels_matmul_bf16.c), which splits the job its own
- *     way.
  *   - portable: the tile's operands are copied (widened) into contiguous buffers of the
  *     accumulation type, multiplied by the BLAS (float and double) or the built-in loops, and the
  *     epilogue rounds once into the output with alpha, beta and C. */
@@ -470,6 +470,12 @@ tpu_status tpu_kernel_gemm_then(const tpu_op_call *call, const tpu_gemm_epilogue
   bool aliased = j.k > 0 && (overlaps(&j, &j.a, m, k) || overlaps(&j, &j.b, k, n));
   gemm_split s = {.job = &j, .blas = tpu_matmul_blas(), .epilogue = epilogue};
   s.plan = plan_blas(&j, s.blas, aliased);
+  if (d == TPU_FLOAT32 && j.k > 0 && !aliased && tpu_gemm_f32(&j)) {
+    /* The packed kernel's items are small blocks: the epilogue runs over whole rows after it. */
+    if (epilogue)
+      tpu_parallel_for((sum ? 1 : batch) * m, TPU_ITER_GRAIN / n + 1, rows_epilogue, &s);
+    return TPU_OK;
+  }
   if (d == TPU_BFLOAT16 && j.k > 0 && !aliased && tpu_gemm_bf16(&j)) {
     /* The packed kernel splits the job its own way: the epilogue follows, one matrix at a time. */
     for (int64_t bo = 0; epilogue && bo < (sum ? 1 : batch); bo++)

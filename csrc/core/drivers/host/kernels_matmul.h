@@ -9,9 +9,10 @@
  * conjugated (PyTorch's lazy conj views). With beta == 0 (or no C) C is never read, so its NaNs
  * do not propagate, as in BLAS.
  *
- * fp32, fp64 and complex go through a BLAS loaded at run time (OpenBLAS, single-threaded: the work
- * is split over the core's own pool); bf16 uses an AVX512-BF16 packed kernel where the CPU has
- * one; fp16, and bf16 elsewhere, are widened to fp32. Every product accumulates in fp32 or wider
+ * fp32 uses a packed AVX-512 kernel where the CPU has AVX-512 (for all but tiny GEMMs and very
+ * large B); fp32 otherwise, fp64 and complex go through a BLAS loaded at run time (OpenBLAS,
+ * single-threaded: the work is split over the core's own pool); bf16 uses an AVX512-BF16 packed
+ * kernel where the CPU has one; fp16, and bf16 elsewhere, are widened to fp32. Every product accumulates in fp32 or wider
  * and is rounded once. Without a BLAS a built-in blocked kernel computes the same results.
  *
  * float32 is always true fp32 (sgemm), whatever torch.get_float32_matmul_precision() says:
@@ -78,6 +79,13 @@ tpu_status tpu_kernel_gemm_then(const tpu_op_call *call, const tpu_gemm_epilogue
 
 /* True when the bf16 kernel uses the CPU's AVX512-BF16 instructions. */
 bool tpu_matmul_has_bf16_kernel(void);
+
+/* True when float32 GEMMs of more than a few thousand multiply-adds run the packed AVX-512
+ * kernel (kernels_matmul_f32.c) rather than the BLAS. */
+bool tpu_matmul_has_f32_kernel(void);
+
+/* Sends float32 GEMMs to the BLAS even where AVX-512 exists: for tests and comparisons. */
+void tpu_matmul_disable_f32_kernel(bool disable);
 
 /* Forces the portable bf16 path (widening to fp32) even where AVX512-BF16 exists: for tests. */
 void tpu_matmul_disable_bf16_kernel(bool disable);

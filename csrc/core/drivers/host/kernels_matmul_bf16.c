@@ -136,14 +136,14 @@ AVX512BF16 static void micro(int64_t kp, const uint32_t *restrict a, const uint3
   }
 }
 
-/* The job after B is packed: items are (output batch, block of MC rows, group of B strips),
- * claimed dynamically by the pool's threads. Every output element is computed by one item in a
- * fixed order, so the results do not depend on which thread runs what. */
+/* The job after B is packed; its items are claimed dynamically by the pool's threads. Every
+ * output element is computed by one item in a fixed order, so the results do not depend on which
+ * thread runs what. */
 typedef struct bf16_job {
   const gemm_job *j;
   const uint32_t *bp; /* per B batch: [strip][k pair][NR] */
-  int64_t kpt, nstrips, blocks, mblocks, groups, items, b_batches;
-  _Atomic int64_t next;
+  gemm_items it;
+  int64_t kpt, blocks, b_batches;
   atomic_bool failed;
 } bf16_job;
 
@@ -153,10 +153,10 @@ static void pack_b(int64_t begin, int64_t end, int chunk, void *ctx) {
   const gemm_job *j = q->j;
   int64_t nt = j->n, k = j->k;
   for (int64_t t = begin; t < end; t++) {
-    int64_t bi = t / q->nstrips, s = t % q->nstrips;
+    int64_t bi = t / q->it.nstrips, s = t % q->it.nstrips;
     int64_t cols = nt - s * NR < NR ? nt - s * NR : NR;
     const uint16_t *b = (const uint16_t *)j->b.data + bi * j->b.bs + s * NR * j->b.cs;
-    uint32_t *dst = (uint32_t *)q->bp + (bi * q->nstrips + s) * q->kpt * NR;
+    uint32_t *dst = (uint32_t *)q->bp + (bi * q->it.nstrips + s) * q->kpt * NR;
     /* B^T is an [n, k] matrix: rows step by cs, k by rs. One KC block after another. */
     for (int64_t k0 = 0; k0 < k; k0 += KC)
       pack(b, j->b.cs, j->b.rs, cols, k0, k - k0 < KC ? k - k0 : KC, k, NR, dst + k0 / 2 * NR);
@@ -174,7 +174,7 @@ static void run_item(const bf16_job *q, int64_t bo, int64_t ic, int64_t s0, int6
   float tile[MR * NR];
   for (int64_t bi = b0; bi < b1; bi++) {
     const uint16_t *a = (const uint16_t *)j->a.data + bi * j->a.bs + ic * j->a.rs;
-    const uint32_t *bp = q->bp + (q->b_batches > 1 ? bi : 0) * q->nstrips * q->kpt * NR;
+    const uint32_t *bp = q->bp + (q->b_batches > 1 ? bi : 0) * q->it.nstrips * q->kpt * NR;
     for (int64_t pc = 0; pc < q->blocks; pc++) {
       int64_t k0 = pc * KC, kc = k - k0 < KC ? k - k0 : KC, kp = (kc + 1) / 2;
       bool first = bi == b0 && pc == 0, last = bi == b1 - 1 && pc == q->blocks - 1;
@@ -209,17 +209,13 @@ static void run_items(int64_t begin, int64_t end, int chunk, void *ctx) {
   (void)begin, (void)end, (void)chunk;
   bf16_job *q = ctx;
   uint32_t *ap = malloc((size_t)(MC * (KC / 2)) * 4);
-  float *ws = malloc((size_t)(MC * q->nstrips * NR) * 4);
-  if (!ap || !ws) {
+  float *ws = malloc((size_t)(MC * q->it.nstrips * NR) * 4);
+  int64_t bo, ic, s0, s1;
+  if (!ap || !ws)
     atomic_store(&q->failed, true);
-  } else {
-    int64_t per_batch = q->mblocks * q->groups;
-    for (int64_t item; (item = atomic_fetch_add(&q->next, 1)) < q->items;) {
-      int64_t bo = item / per_batch, t = item % per_batch, g = t % q->groups;
-      run_item(q, bo, (t / q->groups) * MC, q->nstrips * g / q->groups,
-               q->nstrips * (g + 1) / q->groups, ap, ws);
-    }
-  }
+  else
+    while (tpu_gemm_items_claim(&q->it, &bo, &ic, &s0, &s1))
+      run_item(q, bo, ic, s0, s1, ap, ws);
   free(ap);
   free(ws);
 }
@@ -227,29 +223,17 @@ static void run_items(int64_t begin, int64_t end, int chunk, void *ctx) {
 bool tpu_gemm_bf16(const gemm_job *j) {
   if (!tpu_matmul_has_bf16_kernel())
     return false;
-  bf16_job q = {.j = j, .kpt = (j->k + 1) / 2, .nstrips = (j->n + NR - 1) / NR,
-                .blocks = (j->k + KC - 1) / KC, .mblocks = (j->m + MC - 1) / MC,
+  bf16_job q = {.j = j, .kpt = (j->k + 1) / 2, .blocks = (j->k + KC - 1) / KC,
                 .b_batches = j->b.bs == 0 ? 1 : j->batch};
-  int64_t outputs = j->sum_batches ? 1 : j->batch;
-  /* Enough items to keep every thread busy to the end: split the columns when rows are few. */
-  int64_t want = 4 * (int64_t)tpu_pool_threads(), have = outputs * q.mblocks;
-  q.groups = have >= want ? 1 : (want + have - 1) / have;
-  if (q.groups > q.nstrips)
-    q.groups = q.nstrips;
-  q.items = have * q.groups;
-  uint32_t *bp = malloc((size_t)(q.b_batches * q.nstrips * q.kpt * NR) * 4);
+  tpu_gemm_items_plan(&q.it, j, MC, NR);
+  uint32_t *bp = malloc((size_t)(q.b_batches * q.it.nstrips * q.kpt * NR) * 4);
   if (!bp)
     return false;
   q.bp = bp;
-  atomic_init(&q.next, 0);
   atomic_init(&q.failed, false);
-  tpu_parallel_for(q.b_batches * q.nstrips, 8, pack_b, &q);
-  double work = (double)j->batch * (double)j->m * (double)j->n * (double)j->k;
-  int64_t threads = tpu_pool_threads() < q.items ? tpu_pool_threads() : q.items;
-  if (work < TPU_GEMM_SERIAL_WORK)
-    threads = 1;
-  /* One chunk per thread; the chunks share the items through q.next. */
-  tpu_parallel_for(threads, 1, run_items, &q);
+  tpu_parallel_for(q.b_batches * q.it.nstrips, 8, pack_b, &q);
+  /* One chunk per thread; the chunks share the items. */
+  tpu_parallel_for(tpu_gemm_items_threads(&q.it, j), 1, run_items, &q);
   free(bp);
   /* Items left unclaimed after a failed allocation: the caller reruns the whole job portably. */
   return !atomic_load(&q.failed);

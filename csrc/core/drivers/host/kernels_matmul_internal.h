@@ -2,6 +2,7 @@
 #ifndef TPU_KERNELS_MATMUL_INTERNAL_H
 #define TPU_KERNELS_MATMUL_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -37,8 +38,33 @@ typedef struct gemm_job {
 void tpu_gemm_store(const gemm_job *job, int64_t bo, const void *acc, int64_t ld, int64_t m0,
                     int64_t mt, int64_t n0, int64_t nt);
 
+/* How the packed kernels (bf16, fp32) share a job among the pool's threads: items of (output
+ * batch, block of mc rows, group of B's strips of nr columns), claimed dynamically, so threads
+ * end together. Every output element belongs to one item, so results do not depend on which
+ * thread runs what. */
+typedef struct gemm_items {
+  int64_t mc, nstrips, mblocks, groups, items;
+  _Atomic int64_t next;
+} gemm_items;
+
+/* Cuts job j into items: at least four per thread where the rows allow, splitting the strips into
+ * groups when rows are few. */
+void tpu_gemm_items_plan(gemm_items *it, const gemm_job *j, int64_t mc, int64_t nr);
+
+/* Claims the next item: its output batch, first row and strips [s0, s1). False when none is
+ * left. Safe from every thread at once. */
+bool tpu_gemm_items_claim(gemm_items *it, int64_t *bo, int64_t *ic, int64_t *s0, int64_t *s1);
+
+/* Threads to run the items on: one per item up to the pool's size, one for small jobs. */
+int64_t tpu_gemm_items_threads(const gemm_items *it, const gemm_job *j);
+
 /* The AVX512-BF16 path: runs the whole bf16 job over the pool. False when the CPU lacks
  * AVX512-BF16 or memory runs out (the caller then runs the portable path). */
 bool tpu_gemm_bf16(const gemm_job *job);
+
+/* The AVX-512 fp32 path: runs the whole float32 job over the pool. False when the CPU lacks
+ * AVX-512, the job is too small to gain from packing, or memory runs out (the caller then runs
+ * the BLAS or portable path). */
+bool tpu_gemm_f32(const gemm_job *job);
 
 #endif
