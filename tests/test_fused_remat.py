@@ -68,7 +68,10 @@ def _copy(model: nn.Module) -> nn.Module:
 
 
 def assert_same(a: Step, b: Step) -> None:
-    assert torch.equal(a.loss, b.loss)
+    # The loss is a fused group's reduction in fused mode (square and mean in one step, tiles of
+    # float lanes into a double) and the sum kernel in strict mode: the same terms summed in
+    # another order, so it agrees within rounding. Gradients and buffers agree bit for bit.
+    torch.testing.assert_close(a.loss, b.loss, rtol=1e-6, atol=0)
     for ga, gb in zip(a.grads, b.grads, strict=True):
         assert torch.equal(ga, gb)
     for ba, bb in zip(a.buffers, b.buffers, strict=True):
