@@ -402,11 +402,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("vdot", TORCH_FN(vdot));
 }
 
+void use_f32_kernel(bool enabled) { tpu_matmul_disable_f32_kernel(!enabled); }
+
 // torch.ops.torch_tpu._set_blas_library(path) and _blas_info(): the Python package hands the
 // BLAS's path to the core at import (opened on the first GEMM) and tests read what runs.
+// _use_f32_kernel(False) sends float32 GEMMs to the BLAS: tests and bench compare the two.
 TORCH_LIBRARY_FRAGMENT(torch_tpu, m) {
   m.def("_set_blas_library(str path) -> ()", &set_blas_library);
   m.def("_blas_info() -> str", &blas_info);
+  m.def("_use_f32_kernel(bool enabled) -> ()", &use_f32_kernel);
 }
 
 } // namespace torch_tpu
