@@ -286,6 +286,30 @@ def timesplit_table(doc: Doc, fn: Footnotes) -> str:
         "torch.profiler over 2 steps after a warm-up; a category holds its ops' total time, "
         "rest = Python, autograd engine and view/allocation ops.\n\n"
     )
+    return (
+        title
+        + note
+        + md_table(["category", "per step", "share"], rows)
+        + device_split_table(ts.get("device"), fn)
+    )
+
+
+def device_split_table(ds: dict[str, Any] | None, fn: Footnotes) -> str:
+    if not ds:
+        return ""
+    title = "\n\n### Time split: gpt-tiny train step on tpu, kernels by category\n\n"
+    if ds.get("status") == "n/a":
+        return title + f"n/a {fn.mark(ds['reason'])}"
+    total = ds["kernels_total_s"]
+    rows = [[k, fmt_s(v), fmt_pct(v / total)] for k, v in ds["kernel_s"].items()]
+    rows.append(["kernels (debug mode)", fmt_s(total), "100%"])
+    note = (
+        f"Each op's kernel time from the debug-mode op trace, over {ds['steps']} steps (GEMMs run "
+        "on every thread; the same kernels run in every mode). The same loop, timed: strict step "
+        f"{fmt_s(ds['strict_step_s'])}, fused step {fmt_s(ds['fused_step_s'])}, of which "
+        f"{fmt_s(ds['fused_forward_record_s'])} Python recording the forward while the device "
+        "waits.\n\n"
+    )
     return title + note + md_table(["category", "per step", "share"], rows)
 
 

@@ -69,7 +69,7 @@ def main(argv: list[str]) -> int:
     from bench.plots import write_plots
     from bench.report import render
     from bench.results import SCHEMA, validate, write
-    from bench.timesplit import time_split
+    from bench.timesplit import device_split, time_split
 
     base = plan.FULL if args.full else plan.QUICK
     sections, filters = plan.parse_only(args.only)
@@ -123,6 +123,12 @@ def main(argv: list[str]) -> int:
             split = time_split()
         except Exception as e:
             split = {"status": "n/a", "reason": f"{type(e).__name__}: {contenders.first_line(e)}"}
+        log("time split: gpt-tiny train on tpu, kernels by category (debug op trace)")
+        try:
+            split["device"] = device_split()
+        except Exception as e:
+            reason = f"{type(e).__name__}: {contenders.first_line(e)}"
+            split["device"] = {"status": "n/a", "reason": reason}
     if p.wants("limits"):
         log("limits again: the roofs are the best repetitions over both passes")
         merge(limits, measure_limits(threads, quick=p.mode == "quick"))

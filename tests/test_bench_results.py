@@ -135,6 +135,20 @@ def doc() -> dict[str, Any]:
                 "optimizer": 0.05,
                 "rest": 0.05,
             },
+            "device": {
+                "model": "gpt-tiny",
+                "steps": 20,
+                "kernel_s": {
+                    "GEMM": 0.006,
+                    "attention": 0.001,
+                    "elementwise/normalization": 0.002,
+                    "optimizer": 0.001,
+                },
+                "kernels_total_s": 0.01,
+                "strict_step_s": 0.014,
+                "fused_step_s": 0.012,
+                "fused_forward_record_s": 0.0015,
+            },
         },
     }
 
@@ -200,6 +214,10 @@ def test_report_ratios_and_na() -> None:
     assert "CPU lacks AVX-512 BF16" in text
     assert "live 14 MiB · RSS 300 MiB" in text
     assert "| GEMM " in text and "70%" in text
+    # The device split: kernels by category, with the strict and fused steps beside them.
+    assert "gpt-tiny train step on tpu" in text
+    assert "| GEMM                      |     6 ms |   60% |" in text
+    assert "fused step 12 ms, of which 1.5 ms Python recording the forward" in text
 
 
 def test_report_is_deterministic_and_leaves_doc_alone() -> None:
@@ -223,3 +241,21 @@ def test_parse_only() -> None:
         assert "bogus" in str(e)
     else:
         raise AssertionError("unknown section accepted")
+
+
+def test_device_split_on_the_device() -> None:
+    # A real (short) run: every category is filled, the GEMMs are a real share, and the fused
+    # step's forward recording is part of its step.
+    import torch
+
+    from bench.timesplit import DEVICE_CATEGORIES, device_split
+
+    mode = torch.tpu.get_eager_mode()
+    try:
+        ds = device_split(warmup=1, steps=2)
+    finally:
+        torch.tpu.set_eager_mode(mode)
+    assert set(ds["kernel_s"]) == set(DEVICE_CATEGORIES)
+    assert all(v > 0 for v in ds["kernel_s"].values())
+    assert ds["kernel_s"]["GEMM"] > 0.2 * ds["kernels_total_s"]
+    assert 0 < ds["fused_forward_record_s"] < ds["fused_step_s"]
