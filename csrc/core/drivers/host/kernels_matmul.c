@@ -470,16 +470,12 @@ tpu_status tpu_kernel_gemm_then(const tpu_op_call *call, const tpu_gemm_epilogue
   bool aliased = j.k > 0 && (overlaps(&j, &j.a, m, k) || overlaps(&j, &j.b, k, n));
   gemm_split s = {.job = &j, .blas = tpu_matmul_blas(), .epilogue = epilogue};
   s.plan = plan_blas(&j, s.blas, aliased);
-  if (d == TPU_FLOAT32 && j.k > 0 && !aliased && tpu_gemm_f32(&j)) {
-    /* The packed kernel's items are small blocks: the epilogue runs over whole rows after it. */
+  bool packed = j.k > 0 && !aliased &&
+                ((d == TPU_FLOAT32 && tpu_gemm_f32(&j)) || (d == TPU_BFLOAT16 && tpu_gemm_bf16(&j)));
+  if (packed) {
+    /* The packed kernels' items are small blocks: the epilogue runs over whole rows after them. */
     if (epilogue)
       tpu_parallel_for((sum ? 1 : batch) * m, TPU_ITER_GRAIN / n + 1, rows_epilogue, &s);
-    return TPU_OK;
-  }
-  if (d == TPU_BFLOAT16 && j.k > 0 && !aliased && tpu_gemm_bf16(&j)) {
-    /* The packed kernel splits the job its own way: the epilogue follows, one matrix at a time. */
-    for (int64_t bo = 0; epilogue && bo < (sum ? 1 : batch); bo++)
-      epilogue->fn(epilogue->ctx, bo, 0, m, 0, n, 0);
     return TPU_OK;
   }
   atomic_init(&s.status, TPU_OK);

@@ -12,8 +12,8 @@
  * fp32 uses a packed AVX-512 kernel where the CPU has AVX-512 (for all but tiny GEMMs and very
  * large B); fp32 otherwise, fp64 and complex go through a BLAS loaded at run time (OpenBLAS,
  * single-threaded: the work is split over the core's own pool); bf16 uses an AVX512-BF16 packed
- * kernel where the CPU has one; fp16, and bf16 elsewhere, are widened to fp32. Every product accumulates in fp32 or wider
- * and is rounded once. Without a BLAS a built-in blocked kernel computes the same results.
+ * kernel where the CPU has one; fp16, and bf16 elsewhere, are widened to fp32. Every product
+ * accumulates in fp32 or wider and is rounded once. Without a BLAS a built-in blocked kernel computes the same results.
  *
  * float32 is always true fp32 (sgemm), whatever torch.get_float32_matmul_precision() says:
  * "highest" forbids reduced precision, and "high"/"medium" only permit it; bf16 passes would
@@ -80,8 +80,8 @@ tpu_status tpu_kernel_gemm_then(const tpu_op_call *call, const tpu_gemm_epilogue
 /* True when the bf16 kernel uses the CPU's AVX512-BF16 instructions. */
 bool tpu_matmul_has_bf16_kernel(void);
 
-/* True when float32 GEMMs of more than a few thousand multiply-adds run the packed AVX-512
- * kernel (kernels_matmul_f32.c) rather than the BLAS. */
+/* True when float32 GEMMs (all but small ones and those with a very large B) run the packed
+ * AVX-512 kernel (kernels_matmul_f32.c) rather than the BLAS. */
 bool tpu_matmul_has_f32_kernel(void);
 
 /* Sends float32 GEMMs to the BLAS even where AVX-512 exists: for tests and comparisons. */

@@ -9,7 +9,6 @@
  *
  * Only this file uses AVX-512 instructions, behind the target attribute; the rest of the build is
  * baseline x86-64, and tpu_matmul_has_bf16_kernel checks the CPU at run time. */
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -144,7 +143,6 @@ typedef struct bf16_job {
   const uint32_t *bp; /* per B batch: [strip][k pair][NR] */
   gemm_items it;
   int64_t kpt, blocks, b_batches;
-  atomic_bool failed;
 } bf16_job;
 
 static void pack_b(int64_t begin, int64_t end, int chunk, void *ctx) {
@@ -211,11 +209,8 @@ static void run_items(int64_t begin, int64_t end, int chunk, void *ctx) {
   uint32_t *ap = malloc((size_t)(MC * (KC / 2)) * 4);
   float *ws = malloc((size_t)(MC * q->it.nstrips * NR) * 4);
   int64_t bo, ic, s0, s1;
-  if (!ap || !ws)
-    atomic_store(&q->failed, true);
-  else
-    while (tpu_gemm_items_claim(&q->it, &bo, &ic, &s0, &s1))
-      run_item(q, bo, ic, s0, s1, ap, ws);
+  while (ap && ws && tpu_gemm_items_claim(&q->it, &bo, &ic, &s0, &s1))
+    run_item(q, bo, ic, s0, s1, ap, ws);
   free(ap);
   free(ws);
 }
@@ -230,13 +225,11 @@ bool tpu_gemm_bf16(const gemm_job *j) {
   if (!bp)
     return false;
   q.bp = bp;
-  atomic_init(&q.failed, false);
   tpu_parallel_for(q.b_batches * q.it.nstrips, 8, pack_b, &q);
   /* One chunk per thread; the chunks share the items. */
   tpu_parallel_for(tpu_gemm_items_threads(&q.it, j), 1, run_items, &q);
   free(bp);
-  /* Items left unclaimed after a failed allocation: the caller reruns the whole job portably. */
-  return !atomic_load(&q.failed);
+  return tpu_gemm_items_done(&q.it);
 }
 
 #else

@@ -13,7 +13,6 @@
  * the target attribute; tpu_gemm_f32 checks the CPU at run time. */
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "drivers/host/kernels_matmul.h"
 #include "drivers/host/kernels_matmul_internal.h"
@@ -205,7 +204,6 @@ typedef struct f32_job {
   gemm_items it;
   int64_t blocks, b_batches;
   bool direct; /* the last K block writes the output itself (and reads C) */
-  atomic_bool failed;
 } f32_job;
 
 AVX512 static void pack_b(int64_t begin, int64_t end, int chunk, void *ctx) {
@@ -274,11 +272,8 @@ static void run_items(int64_t begin, int64_t end, int chunk, void *ctx) {
   float *ap = aligned_floats(MC * KC);
   float *ws = need_ws ? aligned_floats(MC * q->it.nstrips * NR) : NULL;
   int64_t bo, ic, s0, s1;
-  if (!ap || (need_ws && !ws))
-    atomic_store(&q->failed, true);
-  else
-    while (tpu_gemm_items_claim(&q->it, &bo, &ic, &s0, &s1))
-      run_item(q, bo, ic, s0, s1, ap, ws);
+  while (ap && (ws || !need_ws) && tpu_gemm_items_claim(&q->it, &bo, &ic, &s0, &s1))
+    run_item(q, bo, ic, s0, s1, ap, ws);
   free(ap);
   free(ws);
 }
@@ -294,13 +289,11 @@ bool tpu_gemm_f32(const gemm_job *j) {
   q.bp = aligned_floats(q.b_batches * q.it.nstrips * j->k * NR);
   if (!q.bp)
     return false;
-  atomic_init(&q.failed, false);
   tpu_parallel_for(q.b_batches * q.it.nstrips, 4, pack_b, &q);
   /* One chunk per thread; the chunks share the items. */
   tpu_parallel_for(tpu_gemm_items_threads(&q.it, j), 1, run_items, &q);
   free(q.bp);
-  /* Items left unclaimed after a failed allocation: the caller reruns the whole job. */
-  return !atomic_load(&q.failed);
+  return tpu_gemm_items_done(&q.it);
 }
 
 #else

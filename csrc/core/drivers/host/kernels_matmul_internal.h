@@ -58,13 +58,19 @@ bool tpu_gemm_items_claim(gemm_items *it, int64_t *bo, int64_t *ic, int64_t *s0,
 /* Threads to run the items on: one per item up to the pool's size, one for small jobs. */
 int64_t tpu_gemm_items_threads(const gemm_items *it, const gemm_job *j);
 
+/* True when every item was claimed. A thread that cannot get its scratch memory claims none, so
+ * after the run either all items ran or none did, and the caller can rerun the whole job on
+ * another path (an in-place C is then still unwritten). */
+bool tpu_gemm_items_done(gemm_items *it);
+
 /* The AVX512-BF16 path: runs the whole bf16 job over the pool. False when the CPU lacks
- * AVX512-BF16 or memory runs out (the caller then runs the portable path). */
+ * AVX512-BF16 or memory runs out before any output is written (the caller then runs the portable
+ * path). */
 bool tpu_gemm_bf16(const gemm_job *job);
 
 /* The AVX-512 fp32 path: runs the whole float32 job over the pool. False when the CPU lacks
- * AVX-512, the job is too small to gain from packing, or memory runs out (the caller then runs
- * the BLAS or portable path). */
+ * AVX-512, the job is too small to gain from packing, or memory runs out before any output is
+ * written (the caller then runs the BLAS or portable path). */
 bool tpu_gemm_f32(const gemm_job *job);
 
 #endif

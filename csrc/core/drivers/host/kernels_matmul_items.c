@@ -28,6 +28,8 @@ bool tpu_gemm_items_claim(gemm_items *it, int64_t *bo, int64_t *ic, int64_t *s0,
   return true;
 }
 
+bool tpu_gemm_items_done(gemm_items *it) { return atomic_load(&it->next) >= it->items; }
+
 int64_t tpu_gemm_items_threads(const gemm_items *it, const gemm_job *j) {
   double work = (double)j->batch * (double)j->m * (double)j->n * (double)j->k;
   if (work < TPU_GEMM_SERIAL_WORK)
