@@ -46,7 +46,15 @@ core-tests-sanitized: $(DEPS_STAMP)
 pytest: setup
 	$(VENV)/bin/pytest -q -n $(JOBS) --dist loadfile
 
+# The layers (docs/ARCHITECTURE.md): the core and the binding reach a driver only through
+# drivers/tpu_driver.h, never through a header of a driver's own folder.
+CORE_LAYER := csrc/core/base csrc/core/exec csrc/core/graph csrc/core/mem csrc/core/ops \
+	csrc/core/tensor csrc/core/include csrc/core/drivers/tpu_driver.h csrc/core/drivers/tpu_driver.c
+
 lint: $(DEPS_STAMP)
+	@if grep -rnE '#include "(core/)?drivers/[^"/]+/' $(CORE_LAYER) csrc/torch; then \
+		echo "lint: the lines above include a driver's header from the core or the binding"; \
+		exit 1; fi
 	$(VENV)/bin/ruff check src tests examples bench
 	$(VENV)/bin/ruff format --check src tests examples bench
 

@@ -1,6 +1,6 @@
-"""Pending buffers (DESIGN.md section 4), exercised end to end through a test-only deferred op:
-created without memory, viewed, materialized by a read, and never allocated when they die unread.
-Fused mode builds on the same mechanism."""
+"""Pending buffers (docs/ARCHITECTURE.md, "Buffers"), exercised end to end through a test-only
+deferred op: created without memory, viewed, materialized by a read, and never allocated when they
+die unread. Fused mode builds on the same mechanism."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The lint that keeps the binding (csrc/torch) from computing on device memory through ATen's CPU
-kernels: an op is native only if it runs through the core's op table (DESIGN.md §2).
+kernels: an op is native only if it runs through the core's op table (docs/ARCHITECTURE.md).
 
 Every C++ source and header under csrc/torch is scanned with comments and string literals removed.
 Each forbidden construct is either absent or on an explicit allowlist of (file, rule, a substring

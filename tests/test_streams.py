@@ -1,4 +1,4 @@
-"""Streams, events and the hazards of asynchronous execution (DESIGN.md section 5b)."""
+"""Streams, events and the hazards of asynchronous execution (docs/ARCHITECTURE.md, "Streams")."""
 
 from __future__ import annotations
 

@@ -12,16 +12,7 @@
 #include "runtime/TpuGenerator.h"
 #include "runtime/TpuStreams.h"
 
-extern "C" {
-#include "core/base/tpu_env.h"
-#include "core/drivers/host/tpu_fuse.h"
-#include "core/graph/tpu_compile_cache.h"
-#include "core/exec/tpu_device.h"
-#include "core/mem/tpu_allocator.h"
-#include "core/mem/tpu_host_alloc.h"
-#include "core/ops/tpu_op_debug.h"
-#include "core/ops/tpu_op_trace.h"
-}
+#include "core/include/tpu.h"
 
 namespace py = pybind11;
 
@@ -83,8 +74,11 @@ py::dict fused_stats() {
   stats["nodes"] = s.nodes;
   stats["recomputed"] = s.recomputed;
   stats["recomputed_bytes"] = s.recomputed_bytes;
-  tpu_fuse_stats run{};
-  tpu_fuse_get_stats(&run);
+  tpu_graph_run_stats run{};
+  if (auto graph_stats = reinterpret_cast<tpu_proc_graph_stats>(
+          tpu_driver_proc(TPU_PROC_GRAPH_STATS))) {
+    graph_stats(&run);
+  }
   stats["steps"] = run.steps;
   stats["fused_steps"] = run.fused_steps;
   stats["fused_nodes"] = run.fused_nodes;
@@ -183,6 +177,8 @@ at::Tensor deferred_full(std::vector<int64_t> sizes, double value, c10::ScalarTy
 PYBIND11_MODULE(_C, m) {
   using namespace torch_tpu;
   m.doc() = "torch_tpu native module";
+  // Makes the built-in drivers selectable; TORCH_TPU_DRIVER picks one on first use.
+  check(tpu_drivers_register_builtin());
 
   m.def("_lazy_init", [] {
     torch::utils::register_fork_handler_for_device_init(at::kPrivateUse1);
@@ -194,13 +190,15 @@ PYBIND11_MODULE(_C, m) {
   m.def("_device_count", [] { return static_cast<int>(device_count()); });
   m.def("_current_device", [] { return static_cast<int>(current_device()); });
   m.def("_set_device", [](int device) { set_current_device(static_cast<c10::DeviceIndex>(device)); });
-  m.def("_device_name", [](int device) {
+  m.def("_device_properties", [](int device) {
     check(tpu_device_check(device));
-    return std::string(tpu_device_name(device));
-  });
-  m.def("_device_capacity", [](int device) {
-    check(tpu_device_check(device));
-    return tpu_device_capacity(device);
+    const tpu_device_props* props = tpu_device_props_of(device);
+    py::dict d;
+    d["name"] = std::string(props->name);
+    d["total_memory"] = props->memory_bytes;
+    d["kind"] = std::string(tpu_device_kind_name(props->kind));
+    d["driver"] = std::string(tpu_driver()->name);
+    return d;
   });
   m.def("_synchronize", [](int device) {
     py::gil_scoped_release no_gil;
@@ -294,7 +292,10 @@ PYBIND11_MODULE(_C, m) {
   m.def("_fused_stats", &fused_stats);
   m.def("_reset_fused_stats", [] {
     tpu_fused_reset_stats();
-    tpu_fuse_reset_stats();
+    if (auto reset = reinterpret_cast<tpu_proc_reset_graph_stats>(
+            tpu_driver_proc(TPU_PROC_RESET_GRAPH_STATS))) {
+      reset();
+    }
   });
   m.def("_compile_cache_stats", &compile_cache_stats);
   m.def("_reset_compile_cache_stats", [] {

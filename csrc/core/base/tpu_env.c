@@ -7,6 +7,10 @@
 #include <strings.h>
 
 static const tpu_env_var registry[] = {
+    {"TORCH_TPU_DRIVER", "host",
+     "The driver that runs the chips: host (simulated chips in host memory). An unknown name "
+     "makes every tpu call raise an error that lists the drivers there are.",
+     TPU_ENV_STABLE},
     {"TORCH_TPU_NUM_DEVICES", "1", "Number of simulated TPU chips the host driver exposes.",
      TPU_ENV_STABLE},
     {"TORCH_TPU_DEVICE_MEMORY", "min(16GiB, RAM/2/chips)",

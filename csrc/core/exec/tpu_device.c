@@ -3,31 +3,21 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <unistd.h>
 
-#include "base/tpu_env.h"
-
-/* A TPU v5e chip has 16 GiB of HBM; the simulated chip has as much when the host can afford it. */
-#define TPU_DEFAULT_CAPACITY (16ull << 30)
+#include "drivers/tpu_driver.h"
 
 /* One segment of the caching allocator: a smaller chip could not hold a single allocation. */
 #define TPU_MIN_CAPACITY (2ull << 20)
 
 static pthread_once_t registry_once = PTHREAD_ONCE_INIT;
 static int device_count;
-static size_t device_capacity;
+static tpu_device_props props[TPU_MAX_DEVICES];
 static atomic_bool runtime_initialized;
 static atomic_bool in_bad_fork;
 
-/* Half the machine's RAM shared among the chips, so the host keeps room for itself. */
-static uint64_t default_capacity(int count) {
-  long pages = sysconf(_SC_PHYS_PAGES);
-  long page_size = sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page_size <= 0)
-    return TPU_DEFAULT_CAPACITY;
-  uint64_t share = (uint64_t)pages * (uint64_t)page_size / 2 / (uint64_t)count;
-  return share < TPU_DEFAULT_CAPACITY ? share : TPU_DEFAULT_CAPACITY;
+const char *tpu_device_kind_name(tpu_device_kind kind) {
+  static const char *const names[] = {"simulated", "tpu", "gpu", "cpu"};
+  return (unsigned)kind < sizeof names / sizeof names[0] ? names[kind] : "unknown";
 }
 
 /* Only a child forked after initialization is unusable: worker threads and queued work do not
@@ -37,25 +27,20 @@ static void atfork_child(void) {
     atomic_store(&in_bad_fork, true);
 }
 
+/* The driver's chips, read once; none when no driver could be selected. */
 static void registry_init(void) {
-  int64_t count = tpu_env_int("TORCH_TPU_NUM_DEVICES", 1);
-  device_count = count < 1 ? 1 : count > TPU_MAX_DEVICES ? TPU_MAX_DEVICES : (int)count;
-
-  uint64_t capacity = default_capacity(device_count);
-  const char *text = tpu_env_get("TORCH_TPU_DEVICE_MEMORY");
-  if (text) {
-    uint64_t parsed;
-    if (tpu_parse_bytes(text, &parsed))
-      capacity = parsed;
-    else
-      fprintf(stderr, "torch_tpu: ignoring malformed TORCH_TPU_DEVICE_MEMORY=%s\n", text);
+  const tpu_driver_i *driver = tpu_driver();
+  if (driver) {
+    int count = driver->device_count();
+    device_count = count < 0 ? 0 : count > TPU_MAX_DEVICES ? TPU_MAX_DEVICES : count;
   }
-  if (capacity < TPU_MIN_CAPACITY)
-    capacity = TPU_MIN_CAPACITY;
-  if (capacity > SIZE_MAX / 4)
-    capacity = SIZE_MAX / 4; /* the arena reserves twice the capacity; keep that representable */
-  device_capacity = (size_t)capacity;
-
+  for (int d = 0; d < device_count; d++) {
+    driver->device_props(d, &props[d]);
+    if (props[d].memory_bytes < TPU_MIN_CAPACITY)
+      props[d].memory_bytes = TPU_MIN_CAPACITY;
+    if (props[d].memory_bytes > SIZE_MAX / 4)
+      props[d].memory_bytes = SIZE_MAX / 4; /* the arena reserves twice this; keep that representable */
+  }
   pthread_atfork(NULL, NULL, atfork_child);
 }
 
@@ -72,6 +57,8 @@ tpu_status tpu_device_check(int device) {
     return tpu_error(TPU_ERR_BAD_FORK,
                      "Cannot re-initialize TPU in forked subprocess. To use TPU with "
                      "multiprocessing, you must use the 'spawn' start method");
+  if (!device_count && tpu_driver_error() != TPU_OK)
+    return TPU_ERR_RUNTIME; /* no driver: its message says why */
   if (device < 0 || device >= device_count)
     return tpu_error(TPU_ERR_RUNTIME, "invalid device ordinal: tpu:%d (there are %d devices)",
                      device, device_count);
@@ -80,12 +67,12 @@ tpu_status tpu_device_check(int device) {
 
 size_t tpu_device_capacity(int device) {
   registry_ensure();
-  return device >= 0 && device < device_count ? device_capacity : 0;
+  return device >= 0 && device < device_count ? props[device].memory_bytes : 0;
 }
 
-const char *tpu_device_name(int device) {
-  (void)device; /* every simulated chip is the same part */
-  return "TPU v5e (simulated)";
+const tpu_device_props *tpu_device_props_of(int device) {
+  registry_ensure();
+  return device >= 0 && device < device_count ? &props[device] : NULL;
 }
 
 void tpu_runtime_mark_initialized(void) {

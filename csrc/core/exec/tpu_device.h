@@ -1,5 +1,5 @@
-/* The registry of simulated chips. Nothing here runs at load time: the first call reads the
- * environment (TORCH_TPU_NUM_DEVICES, TORCH_TPU_DEVICE_MEMORY) and installs the fork handlers. */
+/* The chips of the process's driver (drivers/tpu_driver.h). Nothing here runs at load time: the
+ * first call selects the driver, reads its chips and installs the fork handlers. */
 #ifndef TPU_DEVICE_H
 #define TPU_DEVICE_H
 
@@ -10,18 +10,36 @@
 
 #define TPU_MAX_DEVICES 64
 
-/* Number of chips (at least 1, at most TPU_MAX_DEVICES). */
+/* What a chip is. */
+typedef enum tpu_device_kind {
+  TPU_DEVICE_SIMULATED, /* a chip simulated in host memory */
+  TPU_DEVICE_TPU,
+  TPU_DEVICE_GPU,
+  TPU_DEVICE_CPU,
+} tpu_device_kind;
+
+typedef struct tpu_device_props {
+  char name[64];       /* e.g. "TPU v5e (simulated)" */
+  size_t memory_bytes; /* capacity: at least one 2 MiB allocator segment */
+  tpu_device_kind kind;
+} tpu_device_props;
+
+/* "simulated", "tpu", "gpu" or "cpu". */
+const char *tpu_device_kind_name(tpu_device_kind kind);
+
+/* Number of chips (at most TPU_MAX_DEVICES; 0 when no driver could be selected). */
 int tpu_device_count(void);
 
 /* TPU_OK when `device` names an existing chip; otherwise a RuntimeError-kind status with a
- * message like CUDA's "invalid device ordinal". Also fails in a child forked after init. */
+ * message like CUDA's "invalid device ordinal", or the reason no driver could be selected. Also
+ * fails in a child forked after init. */
 tpu_status tpu_device_check(int device);
 
 /* Memory capacity of a chip in bytes: at least one 2 MiB segment; 0 for an invalid index. */
 size_t tpu_device_capacity(int device);
 
-/* Marketing-style name of a chip, e.g. "TPU v5e (simulated)". */
-const char *tpu_device_name(int device);
+/* The driver's properties of a chip (name, capacity, kind), or NULL for an invalid index. */
+const tpu_device_props *tpu_device_props_of(int device);
 
 /* Marks the runtime as initialized: from here on a fork() leaves the child unable to use it. */
 void tpu_runtime_mark_initialized(void);

@@ -7,7 +7,7 @@
 #include <strings.h>
 
 #include "base/tpu_env.h"
-#include "drivers/host/tpu_fuse.h"
+#include "drivers/tpu_driver.h"
 #include "exec/tpu_device.h"
 #include "exec/tpu_remat.h"
 #include "graph/tpu_compile_cache.h"
@@ -267,7 +267,15 @@ typedef struct flushed {
 
 static tpu_status run_flushed(void *arg) {
   flushed *f = arg;
-  return tpu_fuse_run(tpu_compile_entry_plan(f->entry), f->graph);
+  return tpu_driver()->graph_run(tpu_compile_entry_plan(f->entry), f->graph);
+}
+
+/* The compile cache's compile callback: the driver's graph_compile (ctx is the driver). */
+static tpu_status compile_graph(const tpu_graph *g, void *ctx, void **plan,
+                                void (**destroy)(void *plan)) {
+  const tpu_driver_i *d = ctx;
+  *destroy = d->graph_free;
+  return d->graph_compile(g, plan);
 }
 
 /* Drops what node `n` holds on its buffers (tpu_fused_add): the last holder of a buffer whose
@@ -306,10 +314,12 @@ static int uses_in(const tpu_graph *g, int first, int end, const tpu_buffer *b) 
 }
 
 /* In-place reuse: gives output `out` of node n, in step s = [first, end), the memory of a buffer
- * the step reads whose tensors died and that nothing after the step reads, when the planner says
- * the step's kernel allows it (tpu_fuse_plan_can_alias). */
-static bool donate_to(const tpu_fuse_plan *plan, const tpu_graph *g, int s, int first, int end,
-                      int n, int out, tpu_buffer *b) {
+ * the step reads whose tensors died and that nothing after the step reads, when the driver says
+ * the step allows it (graph_can_alias). */
+static bool donate_to(const tpu_driver_i *drv, const void *plan, const tpu_graph *g, int s,
+                      int first, int end, int n, int out, tpu_buffer *b) {
+  if (!drv->graph_can_alias)
+    return false;
   for (int m = first; m < end; m++) {
     const tpu_op_call *c = g->nodes[m].call;
     for (int i = 0; i < c->n_inputs; i++) {
@@ -317,31 +327,41 @@ static bool donate_to(const tpu_fuse_plan *plan, const tpu_graph *g, int s, int 
       if (d && d != b && tpu_buffer_is_live(d) && !tpu_buffer_storage_alive(d) &&
           tpu_buffer_nbytes(d) == tpu_buffer_nbytes(b) &&
           tpu_buffer_pending_readers(d) == uses_in(g, first, end, d) &&
-          tpu_fuse_plan_can_alias(plan, g, s, n, out, d) && tpu_buffer_donate(d, b))
+          drv->graph_can_alias(plan, g, s, n, out, d) && tpu_buffer_donate(d, b))
         return true;
     }
   }
   return false;
 }
 
+/* Step i of a plan as nodes [*first, *first + *count): the driver's graph_step, else one node a
+ * step. False past the last step. */
+static bool plan_step(const tpu_driver_i *drv, const void *plan, const tpu_graph *g, int i,
+                      int *first, int *count) {
+  if (drv->graph_step)
+    return drv->graph_step(plan, i, first, count);
+  *first = i;
+  *count = 1;
+  return i < g->n_nodes;
+}
+
 /* The memory plan, made on the submitting thread in stream order before anything queued later
  * can ask for memory: walking the steps, each step's written outputs get memory, the memory of an
- * input read for the last time where the kernel allows (donate_to), else new memory; then each
+ * input read for the last time where the driver allows (donate_to), else new memory; then each
  * buffer the step used last whose tensors have died gives its memory back, to later steps and
  * later work. Steps run in order, so reuse inside the graph is as safe as reuse by later work; the
- * buffer keeps its address for the run (tpu_fuse_run locates by it). *released counts the nodes
+ * buffer keeps its address for the run (graph_run locates by it). *released counts the nodes
  * released so far. */
-static tpu_status plan_memory(const tpu_fuse_plan *plan, const tpu_graph *g, int *released) {
-  for (int s = 0; s < tpu_fuse_plan_steps(plan); s++) {
-    int first, count;
-    bool fused;
-    tpu_fuse_plan_step(plan, s, &first, &count, &fused);
+static tpu_status plan_memory(const tpu_driver_i *drv, const void *plan, const tpu_graph *g,
+                              int *released) {
+  int first, count;
+  for (int s = 0; plan_step(drv, plan, g, s, &first, &count); s++) {
     for (int n = first; n < first + count; n++) {
       const tpu_op_call *c = g->nodes[n].call;
       for (int k = 0; k < c->n_outputs; k++) {
         tpu_buffer *b = c->tensors[c->n_inputs + k].buf;
-        if (!b || !tpu_fuse_plan_stores(plan, n, k) || tpu_buffer_is_live(b) ||
-            donate_to(plan, g, s, first, first + count, n, k, b))
+        if (!b || (drv->graph_stores && !drv->graph_stores(plan, n, k)) ||
+            tpu_buffer_is_live(b) || donate_to(drv, plan, g, s, first, first + count, n, k, b))
           continue;
         tpu_status st = tpu_buffer_materialize(b);
         if (st != TPU_OK)
@@ -385,17 +405,18 @@ static tpu_status flush_state(fused_state *st, tpu_cut_reason reason) {
     free_cut_graph(g, 0);
     return tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot allocate a fused graph's work");
   }
-  if (status == TPU_OK)
-    status = tpu_fuse_reorder(&g);
+  const tpu_driver_i *drv = tpu_driver(); /* a graph holds nodes, so a driver is in use */
+  if (status == TPU_OK && drv->graph_optimize)
+    status = drv->graph_optimize(&g);
   f->graph = g;
   mark_needed(g);
   tpu_compile_cache *cache = tpu_compile_cache_global();
   if (status == TPU_OK)
-    status = cache ? tpu_compile_cache_lookup(cache, g, tpu_fuse_compile, NULL, &f->entry)
+    status = cache ? tpu_compile_cache_lookup(cache, g, compile_graph, (void *)drv, &f->entry)
                    : tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot create the compile cache");
   int released = 0;
   if (status == TPU_OK)
-    status = plan_memory(tpu_compile_entry_plan(f->entry), g, &released);
+    status = plan_memory(drv, tpu_compile_entry_plan(f->entry), g, &released);
   if (status != TPU_OK) {
     for (int n = released; n < g->n_nodes; n++)
       release_node(g, n);

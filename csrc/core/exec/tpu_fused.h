@@ -1,11 +1,11 @@
-/* Fused eager mode (DeferAndFuse, DESIGN.md §3) and the eager mode of each stream.
+/* Fused eager mode (DeferAndFuse, docs/ARCHITECTURE.md) and the eager mode of each stream.
  *
  * In fused mode an op call is not launched: it becomes the next node of its stream's open graph
  * (graph/tpu_graph.h), and its outputs stay pending buffers with no memory. At a trigger the graph
- * is cut ("flushed"): each output is marked needed while its storage is alive and not overwritten
- * whole by a later node, the graph's plan comes from the shared compile cache (the host driver's
- * planner, drivers/host/tpu_fuse.h), the outputs the plan writes get memory, and the graph runs as
- * one work item on the stream. An output whose tensors all died before the cut never gets memory.
+ * is cut ("flushed"): the driver may reorder it (graph_optimize), each output is marked needed
+ * while its storage is alive and not overwritten whole by a later node, the graph's plan comes
+ * from the shared compile cache (the driver's graph_compile), the outputs the plan writes get
+ * memory, and the graph runs as one work item on the stream (graph_run). An output whose tensors all died before the cut never gets memory.
  *
  * Every cut records its reason. Buffers of an open graph carry a materializer, so whatever needs
  * one of them live (a launch in another mode, a copy to the host, another stream's graph) cuts the

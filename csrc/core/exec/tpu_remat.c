@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "drivers/host/tpu_fuse.h"
+#include "drivers/tpu_driver.h"
 
 static atomic_uint_least64_t recomputed_values, recomputed_bytes;
 
@@ -57,6 +57,7 @@ static bool batch_norm_recomputable(const tpu_graph *g, int n) {
 /* Per node, whether its output 0 can be computed again from kept values (1) or not (-1), in graph
  * order so that producers are decided first. */
 static void classify(const tpu_graph *g, int8_t *rec) {
+  const tpu_driver_i *drv = tpu_driver();
   for (int n = 0; n < g->n_nodes; n++) {
     const tpu_op_call *c = g->nodes[n].call;
     bool ok = !c->cleanup;
@@ -64,7 +65,8 @@ static void classify(const tpu_graph *g, int8_t *rec) {
       rec[n] = batch_norm_recomputable(g, n) ? 1 : -1;
       continue;
     }
-    ok = ok && c->n_outputs == 1 && fresh_output(g, n) && tpu_fuse_eligible(g, n);
+    ok = ok && c->n_outputs == 1 && fresh_output(g, n) && drv->graph_recomputable &&
+         drv->graph_recomputable(g, n);
     for (int i = 0; ok && i < c->n_inputs; i++) {
       const tpu_graph_ref *r = &g->nodes[n].refs[i];
       ok = kept_input(g, n, i) || (r->node >= 0 && r->index == 0 && rec[r->node] > 0);

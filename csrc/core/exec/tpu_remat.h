@@ -3,7 +3,7 @@
  *
  * At the backward_start cut the forward graph holds results that autograd saved for the backward,
  * e.g. relu(batch_norm(conv(x))), which both relu's and the next conv's backward read. Such a
- * result is recomputable when it comes from an elementwise op (tpu_fuse_eligible) or a
+ * result is recomputable when it comes from an op the driver calls cheap (graph_recomputable) or a
  * batch_norm's normalized output, through at most TPU_REMAT_MAX_NODES such nodes, from values that
  * are kept in memory anyway and that the graph does not overwrite afterwards (a batch_norm's input,
  * its saved statistics, its weight and bias). tpu_remat_extract takes such results out of the

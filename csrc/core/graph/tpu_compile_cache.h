@@ -1,4 +1,4 @@
-/* The compile cache (DESIGN.md §3): a thread-safe map from a graph's structure (tpu_graph_hash,
+/* The compile cache (docs/ARCHITECTURE.md): a thread-safe map from a graph's structure (tpu_graph_hash,
  * confirmed by tpu_graph_equal, so a lookup is exact) to a compiled plan, an opaque pointer with
  * its destroy function. The structure includes the graph's flags word, so every global flag that
  * changes results is part of the key; scalars and RNG offsets are not, they are arguments.

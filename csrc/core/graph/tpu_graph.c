@@ -83,7 +83,7 @@ static int add_slot(tpu_graph *g, const void *key, bool host) {
   return s;
 }
 
-/* A scalar operand held in the call itself (tpu_ew_set_scalar): it has no slot. */
+/* A scalar operand held in the call itself (tpu_op_set_scalar_input): it has no slot. */
 static bool is_call_scalar(const tpu_op_call *call, const tpu_tensor *t) {
   const char *p = t->host, *lo = (const char *)call->scalars;
   return !t->buf && p >= lo && p < lo + sizeof call->scalars;

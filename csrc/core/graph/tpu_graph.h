@@ -1,4 +1,4 @@
-/* The IR every mode shares (DESIGN.md §3): a graph is an ordered list of nodes, each an op call
+/* The IR every mode shares (docs/ARCHITECTURE.md): a graph is an ordered list of nodes, each an op call
  * (tpu_op_call: op id, scalars, compute dtype, tensors = inputs then outputs) plus its edges.
  *
  * Slots and versions. Every distinct buffer the graph touches (a device buffer, or host memory
@@ -15,7 +15,7 @@
  * Edges. Each input names the version it reads: the latest version of its slot when the node was
  * added, i.e. output k of an earlier node, or the external contents of the slot. The tensor itself
  * keeps the view (offset, sizes, strides, dtype), so a view of an earlier result is an edge plus a
- * view. A scalar operand kept in the call (tpu_ew_set_scalar) has no slot.
+ * view. A scalar operand kept in the call (tpu_op_set_scalar_input) has no slot.
  *
  * Structure. tpu_graph_hash and tpu_graph_equal look at the flags word, op ids, compute dtypes,
  * tensor dtypes/sizes/strides/byte offsets, slots, edges, prev versions, needed flags and the

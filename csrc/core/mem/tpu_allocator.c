@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "drivers/tpu_driver.h"
 #include "exec/tpu_device.h"
 #include "exec/tpu_stream.h"
 #include "mem/tpu_heap.h"
@@ -315,7 +316,9 @@ static void release_cached(mem_device *dev, int device) {
         if (b->prev || b->next || b->free_seq > done)
           continue;
         tpu_treap_remove(root, n);
-        tpu_heap_discard(dev->arena, (void *)b->addr, b->size);
+        const tpu_driver_i *driver = tpu_driver();
+        if (driver->arena_discard)
+          driver->arena_discard(device, dev->arena, (void *)b->addr, b->size);
         tpu_heap_free(dev->arena, (void *)b->addr);
         stat_dec(dev->stats.segment, b->pool, 1);
         stat_dec(dev->stats.reserved_bytes, b->pool, (int64_t)b->size);
@@ -413,7 +416,7 @@ tpu_status tpu_mem_alloc(int device, int stream, size_t nbytes, void **out) {
     /* Twice the capacity of address space, so that fragmentation of the range seldom stops what
      * the capacity allows. */
     tpu_heap *arena;
-    st = tpu_heap_create(2 * tpu_device_capacity(device), true, &arena);
+    st = tpu_driver()->arena_create(device, 2 * tpu_device_capacity(device), &arena);
     if (st == TPU_OK) {
       atomic_store(&dev->arena, arena);
       tpu_runtime_mark_initialized(); /* a child forked from here on would share this memory */

@@ -5,11 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "drivers/host/tpu_host_kernels.h"
+#include "drivers/tpu_driver.h"
 #include "ops/tpu_op_debug.h"
 
 static const char *const op_names[TPU_OP_COUNT] = {
-#define TPU_OP_NAME(id, name, kernel) [TPU_OP_##id] = name,
+#define TPU_OP_NAME(id, name) [TPU_OP_##id] = name,
     TPU_OP_LIST(TPU_OP_NAME)
 #undef TPU_OP_NAME
 };
@@ -35,6 +35,15 @@ tpu_op_call *tpu_op_call_new(tpu_op_id op, int n_inputs, int n_outputs) {
   call->n_inputs = n_inputs;
   call->n_outputs = n_outputs;
   return call;
+}
+
+void tpu_op_set_scalar_input(tpu_op_call *call, int index, int slot, tpu_scalar value,
+                             bool is_float) {
+  call->scalars[slot] = value;
+  tpu_tensor *t = &call->tensors[index];
+  memset(t, 0, sizeof *t);
+  t->host = &call->scalars[slot];
+  t->dtype = is_float ? TPU_FLOAT64 : TPU_INT64;
 }
 
 static int n_tensors(const tpu_op_call *call) { return call->n_inputs + call->n_outputs; }
@@ -63,9 +72,20 @@ void tpu_op_call_free(tpu_op_call *call) {
   free(call);
 }
 
+bool tpu_op_supported(const tpu_op_call *call) {
+  const tpu_driver_i *d = tpu_driver();
+  return d && (!d->supports_op || d->supports_op(call));
+}
+
 static tpu_status check_call(int device, const tpu_op_call *call) {
   if ((unsigned)call->op >= TPU_OP_COUNT)
     return tpu_error(TPU_ERR_VALUE, "invalid op id %d", (int)call->op);
+  const tpu_driver_i *driver = tpu_driver();
+  if (!driver)
+    return tpu_driver_error();
+  if (driver->supports_op && !driver->supports_op(call))
+    return tpu_error(TPU_ERR_NOT_IMPLEMENTED, "tpu op '%s' is not supported by the %s driver for "
+                     "these operands", tpu_op_name(call->op), driver->name);
   for (int i = 0; i < n_tensors(call); i++) {
     const tpu_tensor *t = &call->tensors[i];
     tpu_status st = tpu_tensor_check(t);
@@ -104,9 +124,7 @@ static tpu_status run_call(void *arg) {
   }
   tpu_op_debug debug;
   bool debugging = tpu_op_debug_begin(call, &debug);
-  tpu_kernel_fn kernel = tpu_host_kernel(call->op);
-  tpu_status st = kernel ? kernel(call)
-                         : tpu_error(TPU_ERR_NOT_IMPLEMENTED, "the host driver has no kernel");
+  tpu_status st = tpu_driver()->op_run(call);
   if (st != TPU_OK)
     for (int o = call->n_inputs; o < n_tensors(call); o++)
       if (call->tensors[o].buf)

@@ -1,6 +1,8 @@
-/* The op table: every native op has an id, a name, a host kernel and a call counter. An op call
- * names its op, its tensors (inputs first, then outputs) and its scalars; launching it validates
- * the views, materializes pending inputs, takes buffer references and submits it to a stream. */
+/* The op table: every native op has an id, a name and a call counter; its contract (which tensors
+ * and scalars a call holds, what it computes) is in its family's header, and a driver
+ * (drivers/tpu_driver.h) runs it. An op call names its op, its tensors (inputs first, then
+ * outputs) and its scalars; launching it validates the views, materializes pending inputs, takes
+ * buffer references and submits it to a stream. */
 #ifndef TPU_OP_H
 #define TPU_OP_H
 
@@ -21,8 +23,8 @@
 #include "ops/tpu_ops_optim.h"
 #include "tensor/tpu_tensor.h"
 
-/* The native ops: X(ID, "name", host kernel), one family per header, so that a family's rule,
- * kernel and (later) emitters sit together and adding an op touches only its family. */
+/* The native ops: X(ID, "name"), one family per header, so that a family's contract sits together
+ * and adding an op touches only its family (and each driver's table of kernels). */
 #define TPU_OP_LIST(X)                                                                             \
   TPU_OPS_BASE(X) \
   TPU_OPS_ELEMENTWISE(X) \
@@ -36,7 +38,7 @@
   TPU_OPS_OPTIM(X)
 
 typedef enum tpu_op_id {
-#define TPU_OP_ENUM(id, name, kernel) TPU_OP_##id,
+#define TPU_OP_ENUM(id, name) TPU_OP_##id,
   TPU_OP_LIST(TPU_OP_ENUM)
 #undef TPU_OP_ENUM
       TPU_OP_COUNT
@@ -64,14 +66,21 @@ typedef struct tpu_op_call {
   tpu_tensor tensors[]; /* n_inputs inputs, then n_outputs outputs */
 } tpu_op_call;
 
-/* Host kernel of an op: reads call->tensors and scalars, writes the outputs. */
-typedef tpu_status (*tpu_kernel_fn)(const tpu_op_call *call);
-
 /* A zeroed call for `op` with room for the given tensors; NULL when out of host memory. */
 tpu_op_call *tpu_op_call_new(tpu_op_id op, int n_inputs, int n_outputs);
 
+/* Makes input `index` of `call` a scalar operand that broadcasts over the outputs: its value is
+ * kept in call->scalars[slot], as float64 (value.f) when is_float, else as int64 (value.i), and the
+ * input is a 0-d host view of it, so nothing outside the call has to outlive it. */
+void tpu_op_set_scalar_input(tpu_op_call *call, int index, int slot, tpu_scalar value,
+                             bool is_float);
+
 /* Frees a call that was never launched (running its cleanup). */
 void tpu_op_call_free(tpu_op_call *call);
+
+/* Whether the driver can run `call` (drivers/tpu_driver.h's supports_op): launches refuse other
+ * calls with TPU_ERR_NOT_IMPLEMENTED. */
+bool tpu_op_supported(const tpu_op_call *call);
 
 /* Validates and submits `call` to `stream`, taking ownership of it in every case. Counts one native
  * call of the op. Under launch blocking the kernel's error returns here; otherwise it is raised at

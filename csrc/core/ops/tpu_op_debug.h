@@ -10,7 +10,9 @@
  * (a CPU tensor copied in, a Python scalar such as masked_fill's -inf, a fill value) count as new.
  * An op that writes only part of an output it does not also read is blamed for NaN the output
  * held before. The outputs
- * keep what the kernel wrote (they are not poisoned), so they can be inspected after the error. */
+ * keep what the kernel wrote (they are not poisoned), so they can be inspected after the error.
+ * The scan is the driver's (TPU_PROC_HAS_NONFINITE): with a driver that has none, an op fails with
+ * NotImplementedError while the check is on. */
 #ifndef TPU_OP_DEBUG_H
 #define TPU_OP_DEBUG_H
 
@@ -29,6 +31,7 @@ bool tpu_op_debug_requested(void);
 /* What tpu_op_debug_begin found out before the kernel ran. */
 typedef struct tpu_op_debug {
   bool nan_check;
+  bool (*scan)(const tpu_tensor *t); /* the driver's NaN/Inf scan; NULL: it has none */
   bool trace;
   bool inputs_nonfinite; /* an input the op overwrites held a NaN or infinity before it ran */
   double start_us;

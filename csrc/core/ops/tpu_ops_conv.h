@@ -1,4 +1,4 @@
-/* The conv family's ops: X(ID, "name", host kernel) per op; see ops/tpu_op.h. Convolutions (1, 2
+/* The conv family's ops: X(ID, "name") per op; see ops/tpu_op.h. Convolutions (1, 2
  * or 3 spatial dimensions, grouped, strided, padded, dilated, transposed through the backward
  * ops), pooling, and the fused LSTM/GRU cells. Floating dtypes only
  * (float16, bfloat16, float32, float64); each kernel computes in float (double for float64) and
@@ -17,13 +17,13 @@
  * CONV_BACKWARD_WEIGHT: tensors dy, x; output dw (w's shape), the gradient w.r.t. w.
  * CONV_BACKWARD_BIAS: tensor dy [N, K, spatial...]; output db [K], the sum over all but dim 1.
  *
- * Pooling (kernels_conv_pool.c) sees [N, C, spatial...] as convolutions do. scalars[0].u to [3].u
+ * Pooling (conv_pool.c) sees [N, C, spatial...] as convolutions do. scalars[0].u to [3].u
  * hold the packed kernel size, stride, padding and dilation (ignored by the adaptive modes),
  * [4].u the mode (TPU_POOL_*) | TPU_POOL_COUNT_PAD, [5].i a divisor override (0: none).
  * POOL: tensor x; outputs y and, for the max modes, int64 indices (flat within the input plane).
  * POOL_BACKWARD: tensors dy and, for the max modes, indices; output dx.
  *
- * Fused RNN cells (kernels_conv_rnn.c): gates [B, 4H] (LSTM: i, f, g, o) or [B, 3H] (GRU: r, z,
+ * Fused RNN cells (conv_rnn.c): gates [B, 4H] (LSTM: i, f, g, o) or [B, 3H] (GRU: r, z,
  * n), states [B, H], biases 1-d; one dtype throughout.
  * LSTM_CELL: tensors input_gates, hidden_gates, cx, [input_bias, hidden_bias]; outputs hy, cy,
  *   workspace [B, 4H] (the activated gates).
@@ -39,16 +39,16 @@
 #include <stdint.h>
 
 #define TPU_OPS_CONV(X)                                                                            \
-  X(CONV, "conv", tpu_kernel_conv)                                                                 \
-  X(CONV_BACKWARD_INPUT, "conv_backward_input", tpu_kernel_conv_backward_input)                    \
-  X(CONV_BACKWARD_WEIGHT, "conv_backward_weight", tpu_kernel_conv_backward_weight)                 \
-  X(CONV_BACKWARD_BIAS, "conv_backward_bias", tpu_kernel_conv_backward_bias)                     \
-  X(POOL, "pool", tpu_kernel_pool)                                                                 \
-  X(POOL_BACKWARD, "pool_backward", tpu_kernel_pool_backward)                                      \
-  X(LSTM_CELL, "lstm_cell", tpu_kernel_lstm_cell)                                                  \
-  X(LSTM_CELL_BACKWARD, "lstm_cell_backward", tpu_kernel_lstm_cell_backward)                       \
-  X(GRU_CELL, "gru_cell", tpu_kernel_gru_cell)                                                     \
-  X(GRU_CELL_BACKWARD, "gru_cell_backward", tpu_kernel_gru_cell_backward)
+  X(CONV, "conv")                                                                                  \
+  X(CONV_BACKWARD_INPUT, "conv_backward_input")                                                    \
+  X(CONV_BACKWARD_WEIGHT, "conv_backward_weight")                                                  \
+  X(CONV_BACKWARD_BIAS, "conv_backward_bias")                                                      \
+  X(POOL, "pool")                                                                                  \
+  X(POOL_BACKWARD, "pool_backward")                                                                \
+  X(LSTM_CELL, "lstm_cell")                                                                        \
+  X(LSTM_CELL_BACKWARD, "lstm_cell_backward")                                                      \
+  X(GRU_CELL, "gru_cell")                                                                          \
+  X(GRU_CELL_BACKWARD, "gru_cell_backward")
 
 /* Pooling modes (the low bits of POOL's scalars[4].u) and its flag. */
 enum {

@@ -1,5 +1,5 @@
 /* The optim family: fused optimizer steps and the gradient scaler's kernels, so torch.optim with
- * fused=True and torch.amp.GradScaler run natively. X(ID, "name", host kernel) per op; see
+ * fused=True and torch.amp.GradScaler run natively. X(ID, "name") per op; see
  * ops/tpu_op.h. */
 #ifndef TPU_OPS_OPTIM_H
 #define TPU_OPS_OPTIM_H
@@ -20,10 +20,10 @@
  *   inputs: found_inf; outputs: scale (float32), growth_tracker (int32), 1 element each.
  *   scalars: [0] growth_factor, [1] backoff_factor, [2].i growth_interval. */
 #define TPU_OPS_OPTIM(X)                                                                           \
-  X(FUSED_ADAM, "fused_adam", tpu_kernel_fused_adam)                                               \
-  X(FUSED_SGD, "fused_sgd", tpu_kernel_fused_sgd)                                                  \
-  X(AMP_UNSCALE, "amp_unscale", tpu_kernel_amp_unscale)                                            \
-  X(AMP_UPDATE_SCALE, "amp_update_scale", tpu_kernel_amp_update_scale)
+  X(FUSED_ADAM, "fused_adam")                                                                      \
+  X(FUSED_SGD, "fused_sgd")                                                                        \
+  X(AMP_UNSCALE, "amp_unscale")                                                                    \
+  X(AMP_UPDATE_SCALE, "amp_update_scale")
 
 /* Flags of FUSED_ADAM (scalars[5].u). */
 enum {

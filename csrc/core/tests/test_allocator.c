@@ -376,6 +376,7 @@ static void test_fork(void) {
 }
 
 int main(void) {
+  TEST_MAIN_BEGIN();
   setenv("TORCH_TPU_DEVICE_MEMORY", "64MiB", 1);
   setenv("TORCH_TPU_NUM_DEVICES", "2", 1);
   RUN_TEST(test_alignment_uniqueness_device_of);

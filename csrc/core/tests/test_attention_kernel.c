@@ -6,9 +6,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "drivers/host/kernels_attention.h"
-#include "drivers/host/kernels_matmul.h"
-#include "exec/tpu_pool.h"
+#include "drivers/host/kernels/matmul/matmul.h"
+#include "drivers/host/engine/engine_pool.h"
 #include "tpu_test.h"
 #include "tpu_test_blas.h"
 #include "tpu_test_call.h"
@@ -322,6 +321,7 @@ static void test_bad_calls(void) {
 }
 
 int main(void) {
+  TEST_MAIN_BEGIN();
   RUN_TEST(test_f32_builtin);
   RUN_TEST(test_half_types);
   RUN_TEST(test_blas_and_threads);

@@ -152,6 +152,7 @@ static void test_view_validation(void) {
 }
 
 int main(void) {
+  TEST_MAIN_BEGIN();
   setenv("TORCH_TPU_DEVICE_MEMORY", "64MiB", 1);
   RUN_TEST(test_live_buffer);
   RUN_TEST(test_pending_read);

@@ -150,6 +150,7 @@ static void test_global_cache(void) {
 }
 
 int main(void) {
+  TEST_MAIN_BEGIN();
   RUN_TEST(test_hits_and_misses);
   RUN_TEST(test_lru_eviction);
   RUN_TEST(test_concurrent_lookups);

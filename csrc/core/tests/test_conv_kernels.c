@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/tpu_pool.h"
+#include "drivers/host/engine/engine_pool.h"
 #include "tpu_test.h"
 #include "tpu_test_call.h"
 
@@ -323,6 +323,7 @@ static void test_malformed(void) {
 }
 
 int main(void) {
+  TEST_MAIN_BEGIN();
   RUN_TEST(test_float64_and_float32);
   RUN_TEST(test_bfloat16);
   RUN_TEST(test_threads);

@@ -137,6 +137,7 @@ static void test_adaptive(void) {
 }
 
 int main(void) {
+  TEST_MAIN_BEGIN();
   RUN_TEST(test_max_pool);
   RUN_TEST(test_max_pool_backward);
   RUN_TEST(test_avg_pool);

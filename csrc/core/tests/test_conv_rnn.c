@@ -149,6 +149,7 @@ static void test_gru(void) {
 }
 
 int main(void) {
+  TEST_MAIN_BEGIN();
   RUN_TEST(test_lstm);
   RUN_TEST(test_gru);
   TEST_MAIN_END();

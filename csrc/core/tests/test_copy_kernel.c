@@ -178,6 +178,7 @@ static void test_kernel_table(void) {
 }
 
 int main(void) {
+  TEST_MAIN_BEGIN();
   RUN_TEST(test_all_pairs_dense);
   RUN_TEST(test_all_pairs_strided);
   RUN_TEST(test_transposed);

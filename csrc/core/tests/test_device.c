@@ -67,7 +67,7 @@ static void test_registry(void) {
   CHECK(tpu_device_count() == 2);
   CHECK(tpu_device_capacity(0) == 64 * MiB && tpu_device_capacity(1) == 64 * MiB);
   CHECK(tpu_device_capacity(2) == 0 && tpu_device_capacity(-1) == 0);
-  CHECK(strcmp(tpu_device_name(0), "TPU v5e (simulated)") == 0);
+  CHECK(strcmp(tpu_device_props_of(0)->name, "TPU v5e (simulated)") == 0);
 }
 
 static void test_bad_index(void) {
@@ -104,6 +104,7 @@ static void test_fork(void) {
 }
 
 int main(void) {
+  TEST_MAIN_BEGIN();
   RUN_TEST(test_env_parsing); /* first: its children must fork before the parent reads the env */
   setenv("TORCH_TPU_NUM_DEVICES", "2", 1);
   setenv("TORCH_TPU_DEVICE_MEMORY", "64MiB", 1);

@@ -1,4 +1,4 @@
-/* The elementwise engine (drivers/host/tpu_elementwise.c) through a few of its ops: broadcasting,
+/* The elementwise engine (drivers/host/engine/engine_elementwise.c) through a few of its ops: broadcasting,
  * strided and transposed operands, conversion of inputs and outputs (float16/bfloat16 computed in
  * float and rounded once, promoted integers), scalar operands kept in the call, in-place outputs,
  * bool outputs, integer division by zero, large inputs split over threads and blocks, and its
@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "drivers/host/tpu_elementwise.h"
-#include "exec/tpu_pool.h"
+#include "drivers/host/engine/engine_elementwise.h"
+#include "drivers/host/engine/engine_pool.h"
 #include "tpu_test.h"
 #include "tpu_test_host.h"
 
@@ -93,7 +93,7 @@ static void test_promotion_and_scalars(void) {
   tpu_op_call *call = tpu_op_call_new(TPU_OP_ADD, 2, 1);
   call->compute = TPU_BFLOAT16;
   call->tensors[0] = host_view(a, TPU_INT32, 1, &n, NULL);
-  tpu_ew_set_scalar(call, 1, 7, SCALAR_F(0.1), true);
+  tpu_op_set_scalar_input(call, 1, 7, SCALAR_F(0.1), true);
   call->tensors[2] = host_view(out, TPU_BFLOAT16, 1, &n, NULL);
   call->scalars[0] = SCALAR_F(1.0);
   CHECK_OK(tpu_host_kernel(TPU_OP_ADD)(call));
@@ -129,7 +129,7 @@ static void test_inplace_and_where(void) {
   tpu_op_call *call = tpu_op_call_new(TPU_OP_WHERE, 3, 1);
   call->compute = TPU_FLOAT32;
   call->tensors[0] = host_view(mask, TPU_BOOL, 1, &n, NULL);
-  tpu_ew_set_scalar(call, 1, 7, SCALAR_I(9), false); /* an integer value, converted to float */
+  tpu_op_set_scalar_input(call, 1, 7, SCALAR_I(9), false); /* an integer value, converted to float */
   call->tensors[2] = host_view(x, TPU_FLOAT32, 1, &n, NULL);
   call->tensors[3] = call->tensors[2]; /* masked_fill_: the output is input 2 */
   CHECK_OK(tpu_host_kernel(TPU_OP_WHERE)(call));
@@ -219,6 +219,7 @@ static void test_math_special_values(void) {
 }
 
 int main(void) {
+  TEST_MAIN_BEGIN();
   RUN_TEST(test_broadcast_add);
   RUN_TEST(test_transposed_and_strided);
   RUN_TEST(test_reduced_float_rounds_once);

@@ -101,6 +101,7 @@ static void test_zero_dim_empty_and_unsupported(void) {
 }
 
 int main(void) {
+  TEST_MAIN_BEGIN();
   RUN_TEST(test_values);
   RUN_TEST(test_strided_views);
   RUN_TEST(test_memset_and_patterns);

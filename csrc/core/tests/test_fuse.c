@@ -1,4 +1,4 @@
-/* The host driver's fused planner and executor (drivers/host/tpu_fuse.h): chains of 2-8
+/* The host driver's fused planner and executor (drivers/host/fuse/fuse.h): chains of 2-8
  * elementwise nodes in float32, bfloat16, float16, float64 and int32 (add, mul, gelu, tanh, exp,
  * where with a bool mask, comparisons, scalar and bias operands, in-place updates) give bit for bit
  * what running each node alone through its host kernel gives; a strided input or a shifted view of
@@ -11,8 +11,8 @@
 #include <math.h>
 #include <time.h>
 
-#include "drivers/host/tpu_fuse.h"
-#include "exec/tpu_pool.h"
+#include "drivers/host/fuse/fuse.h"
+#include "drivers/host/engine/engine_pool.h"
 #include "graph/tpu_compile_cache.h"
 #include "tpu_test_graph.h"
 
@@ -133,7 +133,7 @@ static void six_chain(emitter *e, void **m, const arrays *a, double scalar) {
   emit(e, mk_call(TPU_OP_EXP, c, (tpu_tensor[]){arr(m, a, T1), arr(m, a, T2)}, 1, 0));
   tpu_op_call *mul =
       mk_call(TPU_OP_MUL, c, (tpu_tensor[]){arr(m, a, T2), {0}, arr(m, a, T3)}, 2, 0);
-  tpu_ew_set_scalar(mul, 1, 7, SCALAR_F(scalar), true);
+  tpu_op_set_scalar_input(mul, 1, 7, SCALAR_F(scalar), true);
   emit(e, mul);
   emit(e, mk_call(TPU_OP_ADD, c, (tpu_tensor[]){arr(m, a, T3), arr(m, a, B), arr(m, a, T1)}, 2, 1));
   emit(e, mk_call(TPU_OP_GELU_TANH, c, (tpu_tensor[]){arr(m, a, T1), arr(m, a, Y)}, 1, 0));
@@ -155,7 +155,7 @@ static void where_chain(emitter *e, void **m, const arrays *a, double scalar) {
   tpu_dtype c = a->dtype[X];
   emit(e, mk_call(TPU_OP_GT, c, (tpu_tensor[]){arr(m, a, X), arr(m, a, A), arr(m, a, T0)}, 2, 0));
   tpu_op_call *mul = mk_call(TPU_OP_MUL, c, (tpu_tensor[]){arr(m, a, X), {0}, arr(m, a, T1)}, 2, 0);
-  tpu_ew_set_scalar(mul, 1, 7, c == TPU_INT32 ? SCALAR_I((int64_t)scalar) : SCALAR_F(scalar),
+  tpu_op_set_scalar_input(mul, 1, 7, c == TPU_INT32 ? SCALAR_I((int64_t)scalar) : SCALAR_F(scalar),
                     c != TPU_INT32);
   emit(e, mul);
   emit(e, mk_call(TPU_OP_WHERE, c,
@@ -253,7 +253,7 @@ static void test_bias_is_fused(void) {
 
 /* A scalar operand for input 1 of `call`, kept in the call. */
 static tpu_op_call *with_scalar(tpu_op_call *call, double value) {
-  tpu_ew_set_scalar(call, 1, 7, SCALAR_F(value), true);
+  tpu_op_set_scalar_input(call, 1, 7, SCALAR_F(value), true);
   return call;
 }
 
@@ -417,6 +417,13 @@ static void test_errors_poison_outputs(void) {
     tpu_buffer_release_storage(all[i]);
 }
 
+/* The compile cache's callback for the host planner. */
+static tpu_status compile_plan(const tpu_graph *g, void *ctx, void **plan, void (**destroy)(void *)) {
+  (void)ctx;
+  *destroy = tpu_fuse_plan_destroy;
+  return tpu_fuse_plan_create(g, (tpu_fuse_plan **)plan);
+}
+
 static void test_cache_reuses_plan(void) {
   tpu_compile_cache *cache;
   CHECK_OK(tpu_compile_cache_create(4, &cache));
@@ -433,7 +440,7 @@ static void test_cache_reuses_plan(void) {
     tpu_graph_set_needed(fused.graph, 0, 0, false);
     tpu_graph_set_needed(fused.graph, 1, 0, false);
     tpu_compile_entry *e;
-    CHECK_OK(tpu_compile_cache_lookup(cache, fused.graph, tpu_fuse_compile, NULL, &e));
+    CHECK_OK(tpu_compile_cache_lookup(cache, fused.graph, compile_plan, NULL, &e));
     if (round == 0)
       first_plan = tpu_compile_entry_plan(e);
     CHECK(tpu_compile_entry_plan(e) == first_plan);
@@ -500,6 +507,7 @@ static void test_bench_gelu_chain(void) {
 }
 
 int main(void) {
+  TEST_MAIN_BEGIN();
   RUN_TEST(test_gelu_chain);
   RUN_TEST(test_six_nodes_with_scalar);
   RUN_TEST(test_where_chain);

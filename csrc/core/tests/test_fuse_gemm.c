@@ -1,11 +1,11 @@
-/* GEMM epilogues of the fused planner (drivers/host/tpu_fuse.h): y = gelu(A @ B + bias) + r is
+/* GEMM epilogues of the fused planner (drivers/host/fuse/fuse.h): y = gelu(A @ B + bias) + r is
  * one step whose chain runs on each block of the product, bit for bit what the nodes give one by
  * one, with its intermediate never written, for row tiles and column tiles over two threads, in
  * float32 and float64 (a GEMM too small to split takes none); a chain that writes an operand of the GEMM is no epilogue and still
  * matches; reordering moves a GEMM past an unrelated one to the chain that reads it. */
-#include "drivers/host/tpu_fuse.h"
-#include "drivers/host/tpu_host_kernels.h"
-#include "exec/tpu_pool.h"
+#include "drivers/host/fuse/fuse.h"
+#include "drivers/host/host_driver.h"
+#include "drivers/host/engine/engine_pool.h"
 #include "tpu_test_graph.h"
 
 #define POISON 0xA5
@@ -144,7 +144,7 @@ static void pair_close(pair *p) {
 static void check_epilogue(tpu_dtype d, int64_t m, int64_t k, int64_t n, int steps, int epilogue) {
   pair p;
   pair_open(&p, linear_gelu, T, d, m, k, n);
-  tpu_fuse_stats before, after;
+  tpu_graph_run_stats before, after;
   tpu_fuse_get_stats(&before);
   int nodes;
   CHECK(run_graph(p.graph, &p.fused, true, &nodes) == steps);
@@ -196,6 +196,7 @@ static void test_reorder_brings_the_gemm_to_its_chain(void) {
 }
 
 int main(void) {
+  TEST_MAIN_BEGIN();
   tpu_pool_set_threads(2);
   RUN_TEST(test_epilogue_row_and_column_tiles);
   RUN_TEST(test_chain_writing_an_operand_is_separate);

@@ -5,7 +5,7 @@
  * forbids where it is, and on random graphs (halves and strided views of shared arrays, in-place
  * updates, scalar operands) keeps every hazard in order and gives bit for bit the results of
  * running node by node and of the fused plan without reordering. */
-#include "drivers/host/tpu_fuse.h"
+#include "drivers/host/fuse/fuse.h"
 #include "tpu_test_graph.h"
 
 /* Plans and runs g; returns how many of the plan's steps are fused (*steps: all of them). */
@@ -216,7 +216,7 @@ static void random_graph(emitter *e, float *const *m, uint64_t seed) {
     t[n_in] = random_view(m, out, half, out_kind);
     tpu_op_call *call = mk_call(op, TPU_FLOAT32, t, n_in, 0.5);
     if (op == TPU_OP_MUL && pick(&r, 4) == 0)
-      tpu_ew_set_scalar(call, 1, 7, SCALAR_F(0.75), true);
+      tpu_op_set_scalar_input(call, 1, 7, SCALAR_F(0.75), true);
     emit(e, call);
   }
 }
@@ -296,6 +296,7 @@ static void test_random_graphs(void) {
 }
 
 int main(void) {
+  TEST_MAIN_BEGIN();
   RUN_TEST(test_permute_keeps_refs);
   RUN_TEST(test_interleaved_chains_fuse);
   RUN_TEST(test_hazard_blocks_move);

@@ -264,6 +264,7 @@ static void test_a_write_to_an_input_waits_for_the_recipe(void) {
 }
 
 int main(void) {
+  TEST_MAIN_BEGIN();
   RUN_TEST(test_dead_intermediates_never_get_memory);
   RUN_TEST(test_graph_cap_and_undeferrable_calls);
   RUN_TEST(test_small_in_place_chain);

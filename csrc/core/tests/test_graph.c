@@ -79,7 +79,7 @@ static void test_fresh_and_scalar_operands(void) {
                      {0},
                      {.buf = out, .dtype = TPU_FLOAT32, .ndim = 1, .sizes = {16}, .strides = {1}}};
   tpu_op_call *call = mk_call(TPU_OP_MUL, TPU_FLOAT32, t, 2, 0);
-  tpu_ew_set_scalar(call, 1, 7, SCALAR_F(3.0), true);
+  tpu_op_set_scalar_input(call, 1, 7, SCALAR_F(3.0), true);
   tpu_graph *g = tpu_graph_new(0);
   CHECK_OK(tpu_graph_add(g, call, 0));
   const tpu_graph_ref *r = g->nodes[0].refs;
@@ -176,6 +176,7 @@ static void test_dump(void) {
 }
 
 int main(void) {
+  TEST_MAIN_BEGIN();
   RUN_TEST(test_edges_and_versions);
   RUN_TEST(test_fresh_and_scalar_operands);
   RUN_TEST(test_hash);

@@ -175,6 +175,7 @@ static void test_inaccessible_faults(void) {
 }
 
 int main(void) {
+  TEST_MAIN_BEGIN();
   RUN_TEST(test_create_bad_size);
   RUN_TEST(test_alignment_and_contains);
   RUN_TEST(test_bad_requests);

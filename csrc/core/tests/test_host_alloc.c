@@ -189,6 +189,7 @@ static void test_fork(void) {
 }
 
 int main(void) {
+  TEST_MAIN_BEGIN();
   setenv("TORCH_TPU_DEVICE_MEMORY", "64MiB", 1);
   RUN_TEST(test_alloc_pinned_and_reuse);
   RUN_TEST(test_size_classes_and_stats);

@@ -2,7 +2,7 @@
  * of duplicates in a fixed order for any thread count, and index errors before any write. */
 #include <stdlib.h>
 
-#include "exec/tpu_pool.h"
+#include "drivers/host/engine/engine_pool.h"
 #include "tpu_test.h"
 #include "tpu_test_call.h"
 
@@ -85,6 +85,7 @@ static void test_put_assign_and_errors(void) {
 }
 
 int main(void) {
+  TEST_MAIN_BEGIN();
   RUN_TEST(test_index_two_tensors);
   RUN_TEST(test_put_accumulate_deterministic);
   RUN_TEST(test_put_assign_and_errors);

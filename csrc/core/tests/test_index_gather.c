@@ -3,8 +3,8 @@
  * found before anything is written. */
 #include <stdlib.h>
 
-#include "drivers/host/kernels_index_util.h"
-#include "exec/tpu_pool.h"
+#include "drivers/host/kernels/index/index_util.h"
+#include "drivers/host/engine/engine_pool.h"
 #include "tpu_test.h"
 #include "tpu_test_call.h"
 
@@ -148,6 +148,7 @@ static void test_scatter_errors_write_nothing(void) {
 }
 
 int main(void) {
+  TEST_MAIN_BEGIN();
   RUN_TEST(test_gather);
   RUN_TEST(test_gather_errors);
   RUN_TEST(test_scatter_assign_last_wins);

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "exec/tpu_pool.h"
+#include "drivers/host/engine/engine_pool.h"
 #include "tpu_test.h"
 #include "tpu_test_call.h"
 
@@ -100,6 +100,7 @@ static void test_masked_scatter_short_source(void) {
 }
 
 int main(void) {
+  TEST_MAIN_BEGIN();
   RUN_TEST(test_nonzero_values);
   RUN_TEST(test_nonzero_coordinates);
   RUN_TEST(test_select_and_scatter_large);

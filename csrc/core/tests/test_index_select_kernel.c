@@ -143,6 +143,7 @@ static void test_bad_calls(void) {
 }
 
 int main(void) {
+  TEST_MAIN_BEGIN();
   RUN_TEST(test_rows);
   RUN_TEST(test_columns_strided);
   RUN_TEST(test_element_sizes);

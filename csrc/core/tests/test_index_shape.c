@@ -78,6 +78,7 @@ static void test_arange(void) {
 }
 
 int main(void) {
+  TEST_MAIN_BEGIN();
   RUN_TEST(test_tril_triu);
   RUN_TEST(test_trilu_strided_in_place);
   RUN_TEST(test_arange);

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "base/tpu_status.h"
-#include "drivers/host/tpu_iter.h"
+#include "drivers/host/engine/engine_iter.h"
 #include "tpu_test.h"
 
 /* Inner loop: operand 0 (int32) = operand 1 (int32). */
@@ -240,6 +240,7 @@ static void test_random_views(void) {
 }
 
 int main(void) {
+  TEST_MAIN_BEGIN();
   RUN_TEST(test_coalesce_contiguous);
   RUN_TEST(test_drop_size_one);
   RUN_TEST(test_broadcast);

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "drivers/host/kernels_matmul.h"
-#include "exec/tpu_pool.h"
+#include "drivers/host/kernels/matmul/matmul.h"
+#include "drivers/host/engine/engine_pool.h"
 #include "tpu_test.h"
 #include "tpu_test_blas.h"
 #include "tpu_test_host.h"
@@ -298,6 +298,7 @@ static void test_errors(void) {
 }
 
 int main(void) {
+  TEST_MAIN_BEGIN();
   RUN_TEST(test_missing_library);
   RUN_TEST(test_f32_builtin);
   RUN_TEST(test_f32_kernel);

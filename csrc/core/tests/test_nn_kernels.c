@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "exec/tpu_pool.h"
+#include "drivers/host/engine/engine_pool.h"
 #include "tpu_test.h"
 #include "tpu_test_call.h"
 
@@ -149,6 +149,7 @@ static void test_mse_loss(void) {
 }
 
 int main(void) {
+  TEST_MAIN_BEGIN();
   RUN_TEST(test_embedding_backward);
   RUN_TEST(test_bernoulli_matches_uniform);
   RUN_TEST(test_dropout);

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/tpu_pool.h"
+#include "drivers/host/engine/engine_pool.h"
 #include "tpu_test.h"
 #include "tpu_test_host.h"
 
@@ -321,6 +321,7 @@ static void test_batch_norm(void) {
 }
 
 int main(void) {
+  TEST_MAIN_BEGIN();
   tpu_pool_set_threads(3);
   RUN_TEST(test_softmax);
   RUN_TEST(test_softmax_dtypes_and_masks);

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "drivers/host/tpu_nonfinite.h"
-#include "exec/tpu_pool.h"
+#include "drivers/host/engine/engine_nonfinite.h"
+#include "drivers/host/engine/engine_pool.h"
 #include "exec/tpu_stream.h"
 #include "ops/tpu_op_debug.h"
 #include "ops/tpu_op_trace.h"
@@ -257,6 +257,7 @@ static void test_trace(void) {
 }
 
 int main(void) {
+  TEST_MAIN_BEGIN();
   RUN_TEST(test_scan_dtypes);
   RUN_TEST(test_scan_complex);
   RUN_TEST(test_scan_strided);

@@ -105,6 +105,7 @@ static void test_bad_shapes_rejected(void) {
 }
 
 int main(void) {
+  TEST_MAIN_BEGIN();
   RUN_TEST(test_adamw_matches_formula);
   RUN_TEST(test_found_inf_skips_and_grad_scale_unscales);
   RUN_TEST(test_sgd_momentum_and_nesterov);

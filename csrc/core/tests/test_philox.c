@@ -1,5 +1,5 @@
 /* Philox4x32-10 against Random123's known-answer vectors (kat_vectors), and the uniform helpers. */
-#include "drivers/host/tpu_philox.h"
+#include "drivers/host/engine/engine_philox.h"
 #include "tpu_test.h"
 
 static void check_kat(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0, uint32_t k1,
@@ -28,6 +28,7 @@ static void test_uniform_helpers(void) {
 }
 
 int main(void) {
+  TEST_MAIN_BEGIN();
   RUN_TEST(test_known_answers);
   RUN_TEST(test_uniform_helpers);
   TEST_MAIN_END();

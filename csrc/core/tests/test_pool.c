@@ -3,7 +3,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "exec/tpu_pool.h"
+#include "drivers/host/engine/engine_pool.h"
 #include "tpu_test.h"
 
 enum { N = 1000003 };
@@ -71,6 +71,7 @@ static void test_nested_calls(void) {
 }
 
 int main(void) {
+  TEST_MAIN_BEGIN();
   RUN_TEST(test_covers_every_element_once);
   RUN_TEST(test_small_ranges_stay_serial);
   RUN_TEST(test_nested_calls);

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "drivers/host/tpu_philox.h"
+#include "drivers/host/engine/engine_philox.h"
 #include "tpu_test.h"
 #include "tpu_test_host.h"
 
@@ -231,6 +231,7 @@ static void test_unsigned_and_unsupported_dtypes(void) {
 }
 
 int main(void) {
+  TEST_MAIN_BEGIN();
   RUN_TEST(test_stream_layout);
   RUN_TEST(test_determinism);
   RUN_TEST(test_layout_invariance);

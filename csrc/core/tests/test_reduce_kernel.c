@@ -1,4 +1,4 @@
-/* The reduction engine (kernels_reduce.c) through the reduce family's kernels: every subset of
+/* The reduction engine (reduce.c) through the reduce family's kernels: every subset of
  * reduced dimensions of dense and permuted 3-d inputs against a plain reference, in row, column
  * and split modes (a pool of 3 threads forces the splits), dtype conversions, integer wrapping,
  * NaN and ties, empty reductions, complex sums; and the branch-free float16 load and exp. */
@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "drivers/host/kernels_simd.h"
-#include "exec/tpu_pool.h"
+#include "drivers/host/engine/engine_simd.h"
+#include "drivers/host/engine/engine_pool.h"
 #include "tpu_test.h"
 #include "tpu_test_host.h"
 
@@ -453,6 +453,7 @@ static void test_simd_helpers(void) {
 }
 
 int main(void) {
+  TEST_MAIN_BEGIN();
   tpu_pool_set_threads(3);
   RUN_TEST(test_simd_helpers);
   RUN_TEST(test_all_dims_and_layouts);

@@ -239,6 +239,7 @@ static void test_bad_arguments(void) {
 }
 
 int main(void) {
+  TEST_MAIN_BEGIN();
   RUN_TEST(test_in_order);
   RUN_TEST(test_async_and_query);
   RUN_TEST(test_async_error);

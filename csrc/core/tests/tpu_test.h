@@ -5,6 +5,8 @@
 
 #include <stdio.h>
 
+#include "drivers/tpu_drivers.h"
+
 static int tpu_test_failures;
 
 #define CHECK(cond)                                                                                \
@@ -29,6 +31,15 @@ static int tpu_test_failures;
     int before_ = tpu_test_failures;                                                               \
     fn();                                                                                          \
     printf("%s %s\n", tpu_test_failures == before_ ? "ok  " : "FAIL", #fn);                        \
+  } while (0)
+
+/* First in main: makes the built-in drivers selectable, as the binding does at import. */
+#define TEST_MAIN_BEGIN()                                                                          \
+  do {                                                                                             \
+    if (tpu_drivers_register_builtin() != TPU_OK) {                                                \
+      fprintf(stderr, "cannot register the drivers: %s\n", tpu_last_error());                      \
+      return 1;                                                                                    \
+    }                                                                                              \
   } while (0)
 
 #define TEST_MAIN_END() return tpu_test_failures ? 1 : 0

@@ -4,7 +4,7 @@
 #ifndef TPU_TEST_BLAS_H
 #define TPU_TEST_BLAS_H
 
-#include "drivers/host/kernels_matmul.h"
+#include "drivers/host/kernels/matmul/matmul.h"
 #include "tpu_test.h"
 
 static int blas_calls, blas_transposes;

@@ -5,7 +5,7 @@
 
 #include <stdlib.h>
 
-#include "drivers/host/tpu_elementwise.h"
+#include "drivers/host/engine/engine_elementwise.h"
 #include "graph/tpu_graph.h"
 #include "tpu_test.h"
 #include "tpu_test_host.h"

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "drivers/host/tpu_host_kernels.h"
+#include "drivers/host/host_driver.h"
 #include "ops/tpu_op.h"
 #include "tensor/tpu_tensor.h"
 

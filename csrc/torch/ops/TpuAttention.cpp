@@ -20,9 +20,7 @@
 
 #include "runtime/TpuCore.h"
 
-extern "C" {
-#include "core/drivers/host/kernels_attention.h"
-}
+#include "core/include/tpu.h"
 
 namespace torch_tpu {
 namespace {

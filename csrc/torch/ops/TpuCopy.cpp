@@ -16,9 +16,7 @@
 #include "runtime/TpuCore.h"
 #include "runtime/TpuStreams.h"
 
-extern "C" {
-#include "core/base/tpu_env.h"
-}
+#include "core/include/tpu.h"
 
 namespace torch_tpu {
 namespace {

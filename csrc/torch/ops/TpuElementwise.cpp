@@ -4,9 +4,7 @@
 
 #include <ATen/Dispatch_v2.h>
 
-extern "C" {
-#include "core/drivers/host/tpu_elementwise.h"
-}
+#include "core/include/tpu.h"
 
 namespace torch_tpu::ew {
 namespace {
@@ -23,13 +21,18 @@ void set_number(tpu_op_call* call, int index, const at::Scalar& s) {
   } else {
     v.i = s.isBoolean() ? static_cast<int64_t>(s.toBool()) : s.toLong();
   }
-  tpu_ew_set_scalar(call, index, kFirstOperandSlot - index, v, is_float);
+  tpu_op_set_scalar_input(call, index, kFirstOperandSlot - index, v, is_float);
 }
 
-// Refuses a dtype the op has no loop for before launching, with the exception CPU raises.
-void check_supported(tpu_op_id op, at::ScalarType compute) {
-  TORCH_CHECK_NOT_IMPLEMENTED(tpu_ew_supports(op, to_core_dtype(compute)), "\"", tpu_op_name(op),
-                              "\" not implemented for '", c10::toString(compute), "' on tpu");
+// Refuses a dtype the driver cannot run the op in before launching, with the exception CPU
+// raises; frees the call then.
+void check_supported(tpu_op_call* call, at::ScalarType compute) {
+  if (!tpu_op_supported(call)) {
+    tpu_op_id op = call->op;
+    tpu_op_call_free(call);
+    TORCH_CHECK_NOT_IMPLEMENTED(false, "\"", tpu_op_name(op), "\" not implemented for '",
+                                c10::toString(compute), "' on tpu");
+  }
 }
 
 void set_input(tpu_op_call* call, int index, const Input& in) {
@@ -100,7 +103,6 @@ void run(tpu_op_id op, at::ScalarType compute, std::initializer_list<Input> inpu
   if (out0.numel() == 0) {
     return;
   }
-  check_supported(op, compute);
   const int n_in = static_cast<int>(inputs.size());
   tpu_op_call* call = new_call(op, n_in, static_cast<int>(outputs.size()));
   call->compute = to_core_dtype(compute);
@@ -120,6 +122,7 @@ void run(tpu_op_id op, at::ScalarType compute, std::initializer_list<Input> inpu
     tpu_op_call_free(call);
     throw;
   }
+  check_supported(call, compute);
   launch(out0.device().index(), call);
 }
 
@@ -130,7 +133,6 @@ void run(tpu_op_id op, const at::TensorIteratorBase& it, std::initializer_list<P
   }
   const int n_in = it.ninputs(), n_out = it.noutputs();
   const at::ScalarType compute = it.common_dtype();
-  check_supported(op, compute);
   tpu_op_call* call = new_call(op, n_in, n_out);
   call->compute = to_core_dtype(compute);
   try {
@@ -148,6 +150,7 @@ void run(tpu_op_id op, const at::TensorIteratorBase& it, std::initializer_list<P
     tpu_op_call_free(call);
     throw;
   }
+  check_supported(call, compute);
   launch(out0.device().index(), call);
 }
 

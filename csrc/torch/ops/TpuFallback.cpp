@@ -14,9 +14,7 @@
 #include "runtime/TpuGenerator.h"
 #include "runtime/TpuStreams.h"
 
-extern "C" {
-#include "core/base/tpu_env.h"
-}
+#include "core/include/tpu.h"
 
 namespace torch_tpu {
 

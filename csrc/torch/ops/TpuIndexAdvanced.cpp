@@ -40,7 +40,7 @@ IndexList expand_indices(const at::Tensor& self, const IndexList& indices) {
   return out;
 }
 
-// The problem as the kernels see it (kernels_index_advanced.c).
+// The problem as the kernels see it (index_advanced.c).
 struct Plan {
   at::Tensor self_t;                // self, indexed dimensions moved to the front if needed
   at::Tensor src;                   // self_t restrided to B + I + A, stride 0 across I

@@ -3,7 +3,7 @@
 // the functional and out= forms copy self into the output first, as PyTorch's kernels do.
 // Indices out of range are found by the kernels (IndexError at the op in debug mode, a
 // RuntimeError at the next synchronization in strict mode); duplicate indices combine in a fixed
-// order (see kernels_index_gather.c).
+// order (see index_gather.c).
 #include <ATen/MemoryOverlap.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/ops/gather_meta.h>
@@ -17,9 +17,7 @@
 #include "ops/TpuOps.h"
 #include "ops/TpuStructured.h"
 
-extern "C" {
-#include "core/drivers/host/kernels_index_util.h"
-}
+#include "core/include/tpu.h"
 
 namespace torch_tpu {
 namespace {

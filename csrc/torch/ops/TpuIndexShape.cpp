@@ -149,7 +149,7 @@ using Triu = Trilu<at::meta::structured_triu, true>;
 // ---- arange --------------------------------------------------------------------------------
 
 // PyTorch's arange_out: the size from ATen's own rule, a warning when out= has another size, and
-// values start + i * step computed as CPU's kernel does (kernels_index_shape.c).
+// values start + i * step computed as CPU's kernel does (index_shape.c).
 at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at::Scalar& step,
                        at::Tensor& out) {
   int64_t size = 0;

@@ -1,5 +1,5 @@
 // The matmul family: mm, bmm, addmm, baddbmm, addbmm, addmv, dot and vdot, each one batched GEMM
-// in the core (drivers/host/kernels_matmul.h). matmul, linear, einsum, mv and their backward
+// in the core (drivers/host/kernels/matmul/matmul.h). matmul, linear, einsum, mv and their backward
 // (mm and bmm on transposed views) reach these through PyTorch's composites, so autograd stays
 // PyTorch's own. Output metadata comes from the structured metas where the op has one.
 #include <ATen/ops/addmm_meta.h>
@@ -14,9 +14,7 @@
 #include "ops/TpuStructured.h"
 #include "runtime/TpuCore.h"
 
-extern "C" {
-#include "core/drivers/host/kernels_matmul.h"
-}
+#include "core/include/tpu.h"
 
 namespace torch_tpu {
 namespace {
@@ -368,15 +366,27 @@ at::Tensor vdot(const at::Tensor& self, const at::Tensor& other) {
 
 // ---- the BLAS hand-over from Python ----
 
+// The driver's extra `name` as a function of type Fn, or nullptr when it has none.
+template <typename Fn>
+Fn driver_proc(const char* name) {
+  return reinterpret_cast<Fn>(tpu_driver_proc(name));
+}
+
 void set_blas_library(c10::string_view path) {
-  tpu_matmul_set_blas_path(std::string(path).c_str());
+  if (auto set_path = driver_proc<tpu_proc_set_blas_path>(TPU_PROC_SET_BLAS_PATH)) {
+    set_path(std::string(path).c_str());
+  }
 }
 
 std::string blas_info() {
-  const tpu_blas* blas = tpu_matmul_blas();
-  std::string info = blas ? blas->name : "built-in";
-  info += tpu_matmul_has_f32_kernel() ? "; fp32: avx512" : "; fp32: blas";
-  return info + (tpu_matmul_has_bf16_kernel() ? "; bf16: avx512_bf16" : "; bf16: fp32");
+  check(tpu_driver_error());
+  auto info = driver_proc<tpu_proc_blas_info>(TPU_PROC_BLAS_INFO);
+  if (!info) {
+    return std::string("none: the ") + tpu_driver()->name + " driver runs GEMMs itself";
+  }
+  char text[512];
+  info(text, sizeof text);
+  return text;
 }
 
 } // namespace
@@ -402,7 +412,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("vdot", TORCH_FN(vdot));
 }
 
-void use_f32_kernel(bool enabled) { tpu_matmul_disable_f32_kernel(!enabled); }
+void use_f32_kernel(bool enabled) {
+  check(tpu_driver_error());
+  auto use = driver_proc<tpu_proc_use_f32_kernel>(TPU_PROC_USE_F32_KERNEL);
+  TORCH_CHECK(use, "the ", tpu_driver()->name, " driver has no fp32 kernel switch");
+  use(enabled);
+}
 
 // torch.ops.torch_tpu._set_blas_library(path) and _blas_info(): the Python package hands the
 // BLAS's path to the core at import (opened on the first GEMM) and tests read what runs.

@@ -1,5 +1,5 @@
 // nll_loss (1-d/2-d input), nll_loss2d and mse_loss, forward and backward. The kernels see nll
-// inputs as [N, C, S] and targets as [N, S] (kernels_nn_loss.c); ATen's structured metas give the
+// inputs as [N, C, S] and targets as [N, S] (nn_loss.c); ATen's structured metas give the
 // nll_loss outputs, PyTorch's checks are repeated for nll_loss2d. cross_entropy reaches these
 // through log_softmax and nll_loss_nd.
 #include <ATen/ExpandUtils.h>

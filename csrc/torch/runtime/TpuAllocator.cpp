@@ -6,10 +6,7 @@
 #include "runtime/TpuCore.h"
 #include "runtime/TpuStreams.h"
 
-extern "C" {
-#include "core/exec/tpu_device.h"
-#include "core/mem/tpu_allocator.h"
-}
+#include "core/include/tpu.h"
 
 namespace torch_tpu {
 

@@ -5,9 +5,7 @@
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/StorageImpl.h>
 
-extern "C" {
-#include "core/tensor/tpu_buffer.h"
-}
+#include "core/include/tpu.h"
 
 namespace torch_tpu {
 

@@ -7,11 +7,7 @@
 
 #include "runtime/TpuStreams.h"
 
-extern "C" {
-#include "core/exec/tpu_device.h"
-#include "core/exec/tpu_pool.h"
-#include "core/ops/tpu_op_debug.h"
-}
+#include "core/include/tpu.h"
 
 namespace torch_tpu {
 
@@ -146,9 +142,14 @@ tpu_op_call* new_call(tpu_op_id op, int n_inputs, int n_outputs) {
   return call;
 }
 
-// Kernels split their work over as many threads as torch.set_num_threads() allows.
+// Kernels split their work over as many threads as torch.set_num_threads() allows, on a driver
+// that runs them on the host's threads (the process's driver never changes: looked up once).
 static void follow_torch_threads() {
-  tpu_pool_set_threads(at::get_num_threads());
+  static const auto set_threads =
+      reinterpret_cast<tpu_proc_set_threads>(tpu_driver_proc(TPU_PROC_SET_THREADS));
+  if (set_threads) {
+    set_threads(at::get_num_threads());
+  }
 }
 
 static thread_local tpu_eager_mode thread_mode = TPU_EAGER_UNSET;

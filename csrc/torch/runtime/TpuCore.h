@@ -5,13 +5,7 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/Stream.h>
 
-extern "C" {
-#include "core/exec/tpu_fused.h"
-#include "core/exec/tpu_stream.h"
-#include "core/ops/tpu_op.h"
-#include "core/tensor/tpu_buffer.h"
-#include "core/tensor/tpu_tensor.h"
-}
+#include "core/include/tpu.h"
 
 namespace torch_tpu {
 

@@ -7,10 +7,7 @@
 #include "runtime/TpuGenerator.h"
 #include "runtime/TpuStreams.h"
 
-extern "C" {
-#include "core/exec/tpu_device.h"
-#include "core/mem/tpu_host_alloc.h"
-}
+#include "core/include/tpu.h"
 
 namespace torch_tpu {
 namespace {

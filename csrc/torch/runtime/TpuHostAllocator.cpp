@@ -4,9 +4,7 @@
 
 #include "runtime/TpuCore.h"
 
-extern "C" {
-#include "core/mem/tpu_host_alloc.h"
-}
+#include "core/include/tpu.h"
 
 namespace torch_tpu {
 namespace {

@@ -4,9 +4,7 @@
 
 #include "runtime/TpuCore.h"
 
-extern "C" {
-#include "core/exec/tpu_device.h"
-}
+#include "core/include/tpu.h"
 
 namespace torch_tpu {
 

@@ -151,11 +151,15 @@ class device_of(device):
 
 
 class _TpuDeviceProperties:
-    """What ``get_device_properties`` returns: name, memory capacity and index."""
+    """What ``get_device_properties`` returns: name, memory capacity, index, and the driver that
+    runs the chip and what kind of chip it is (``simulated``, ``tpu``, ``gpu`` or ``cpu``)."""
 
     def __init__(self, index: int) -> None:
-        self.name: str = _C._device_name(index)
-        self.total_memory: int = _C._device_capacity(index)
+        props = _C._device_properties(index)
+        self.name: str = props["name"]
+        self.total_memory: int = props["total_memory"]
+        self.driver: str = props["driver"]
+        self.kind: str = props["kind"]
         self.index = index
         self.type = "tpu"
         self.major, self.minor = 5, 0
@@ -163,7 +167,7 @@ class _TpuDeviceProperties:
     def __repr__(self) -> str:
         return (
             f"_TpuDeviceProperties(name='{self.name}', "
-            f"total_memory={self.total_memory // (1024 * 1024)}MB)"
+            f"total_memory={self.total_memory // (1024 * 1024)}MB, driver='{self.driver}')"
         )
 
 

@@ -1,0 +1,85 @@
+/* The elementwise engine: runs an N-ary op (1 to 4 inputs, 1 or 2 outputs) of an op call over the
+ * strided iterator, the way numpy's buffered ufunc loop does.
+ *
+ * Operands. call->tensors holds the inputs, then the outputs. Every output has the shape of output
+ * 0; an input broadcasts to it (dimensions aligned from the right, a missing or size-1 dimension
+ * repeats), so the caller never expands. A scalar operand is an input whose value lives in the call
+ * itself (tpu_op_set_scalar_input): nothing on the host or device has to outlive the call for it.
+ *
+ * Types. call->compute is the dtype the op computes in (PyTorch's common dtype). The op's inner
+ * loop runs on the loop dtype: float32 for float16 and bfloat16 (PyTorch CPU computes those in
+ * float and rounds once per op), the compute dtype otherwise. Each operand is "loop typed" or, when
+ * the op says so, bool (comparison results, where's condition, masks). An input of another dtype
+ * is first converted to the compute dtype (so a float64 scalar added to bfloat16 is rounded to
+ * bfloat16, as TensorIterator's promotion does), then to the loop dtype; an output of another dtype
+ * is converted from the loop result the same way in reverse. Conversions follow the COPY kernel.
+ *
+ * Loops. An op supplies one inner loop per loop dtype. The engine always hands it dense operands:
+ * when an operand is strided, broadcast inside the run or needs converting, the engine gathers (and
+ * converts) it block by block into a per-thread buffer, and scatters output blocks back. Dense,
+ * same-dtype work goes straight to the loop. Work is split over the thread pool in fixed chunks.
+ *
+ * Outputs may be the very memory of an input (in-place ops): loops read element i before they
+ * write element i and blocks are converted before their outputs are written. Partial overlaps are
+ * the caller's to refuse, as TensorIterator does. */
+#ifndef TPU_ELEMENTWISE_H
+#define TPU_ELEMENTWISE_H
+
+#include <stdint.h>
+
+#include "ops/tpu_op.h"
+
+#define TPU_EW_MAX_INPUTS 4
+#define TPU_EW_MAX_OUTPUTS 2
+#define TPU_EW_MAX_OPERANDS (TPU_EW_MAX_INPUTS + TPU_EW_MAX_OUTPUTS)
+
+/* What an inner loop reads besides its operands: the call, and its scalars (call->scalars) already
+ * converted to each C type, so a loop of any dtype finds its parameters ready. Scalars hold .f for
+ * floating compute dtypes and .i for integer and bool ones (the other views are meaningless). */
+typedef struct tpu_ew_ctx {
+  const tpu_op_call *call;
+  int *failed; /* a loop stores 1 here (atomically) on an integer division by zero */
+  float f32[TPU_OP_MAX_SCALARS];
+  double f64[TPU_OP_MAX_SCALARS];
+  int64_t i64[TPU_OP_MAX_SCALARS];
+} tpu_ew_ctx;
+
+/* An inner loop over n elements of dense operands: data holds the outputs first, then the inputs
+ * (call->tensors lists the inputs first; the iterator wants an output as operand 0). Element i of
+ * operand k is ((T *)data[k])[i], with T the operand's loop type. */
+typedef void (*tpu_ew_loop)(char **data, int64_t n, const tpu_ew_ctx *ctx);
+
+/* Flags of an op. */
+enum {
+  /* A scalar second input (a single element) keeps its own precision when the compute dtype is
+   * float16 or bfloat16: it is converted straight to float, not rounded to the compute dtype first.
+   * PyTorch CPU's mul, div and their rounding modes read such a scalar at float precision. */
+  TPU_EW_OPMATH_SCALAR1 = 1u << 0,
+};
+
+typedef struct tpu_ew_op {
+  tpu_ew_loop loops[TPU_DTYPE_COUNT]; /* by loop dtype; NULL where the op has no loop */
+  uint8_t bool_operands;              /* bit k: loop operand k (outputs first) is bool */
+  uint8_t flags;
+} tpu_ew_op;
+
+/* Bit of loop operand k in tpu_ew_op.bool_operands. */
+#define TPU_EW_BOOL(k) (1u << (k))
+
+/* The dtype an op's inner loop computes in for `compute`. */
+tpu_dtype tpu_ew_loop_dtype(tpu_dtype compute);
+
+/* Runs `op` on `call` (see the header comment). Errors: TPU_ERR_VALUE when the shapes do not
+ * broadcast, TPU_ERR_NOT_IMPLEMENTED when the op has no loop for the compute dtype or an operand is
+ * complex or storage-only, TPU_ERR_RUNTIME "ZeroDivisionError" (PyTorch CPU's message) when an
+ * integer division by zero was met; the outputs then hold 0 there. */
+tpu_status tpu_ew_run(const tpu_op_call *call, const tpu_ew_op *op);
+
+/* The elementwise engine's table of `op`, or NULL for ops of other families. */
+const tpu_ew_op *tpu_ew_op_of(tpu_op_id op);
+
+/* True when elementwise op `op` has an inner loop for compute dtype `compute` (false for ops of
+ * other families), so callers can refuse a dtype before launching. */
+bool tpu_ew_supports(tpu_op_id op, tpu_dtype compute);
+
+#endif

@@ -1,0 +1,242 @@
+/* bf16 GEMM with AVX512-BF16: vdpbf16ps multiplies pairs of bf16 and adds both products into
+ * fp32 lanes, so operands are packed in pairs along K. B is packed once, by all threads, into
+ * strips of NR columns, [k pair][NR] 32-bit pairs; then each thread claims blocks of MC rows,
+ * packing A one KC block at a time into strips of MR rows, [k pair][MR]. The micro-kernel keeps
+ * an MR x NR fp32 tile in registers (24 of the 32 zmm), broadcasting one A pair against two zmm
+ * of B per row. K beyond one KC block (or summed batches) accumulates in an fp32 workspace. The
+ * last block rounds straight into a plain output; with C or odd output strides it goes
+ * through the common epilogue. Either way each result is rounded once.
+ *
+ * Only this file uses AVX-512 instructions, behind the target attribute; the rest of the build is
+ * baseline x86-64, and tpu_matmul_has_bf16_kernel checks the CPU at run time. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "drivers/host/kernels/matmul/matmul.h"
+#include "drivers/host/kernels/matmul/matmul_internal.h"
+#include "drivers/host/engine/engine_pool.h"
+
+#define MR 12
+#define NR 32
+#define KC 1024 /* k per block: one block up to K = 1024 (no fp32 workspace pass); B micro-panel 64 KiB in L2 */
+#define MC 48 /* rows per item (an A block, MC x KC bf16 in L2): small, so threads end together */
+
+static bool disabled;
+
+void tpu_matmul_disable_bf16_kernel(bool disable) { disabled = disable; }
+
+bool tpu_matmul_has_bf16_kernel(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  return !disabled && __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw");
+#else
+  return false;
+#endif
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#define AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+static inline uint32_t pair(const uint16_t *p, int64_t step, bool has_second) {
+  return (uint32_t)p[0] | (has_second ? (uint32_t)p[step] << 16 : 0u);
+}
+
+/* Packs rows [0, rows) (zero padded to whole strips) by k in [k0, k0 + kc) of a matrix with
+ * element strides rs (between rows) and ks (along k): dst[strip][k pair][width]. A uses it with
+ * width MR; B, read as its transpose, with width NR. Whole strips of the two dense layouts have
+ * loops of their own (one 32-bit copy per pair along k, or two rows widened and interleaved 16
+ * lanes at a time); the rest, edges and odd strides, go element by element. */
+AVX512BF16 static inline void pack(const uint16_t *src, int64_t rs, int64_t ks, int64_t rows,
+                                   int64_t k0, int64_t kc, int64_t k, int width, uint32_t *dst) {
+  int64_t kp = (kc + 1) / 2, strips = (rows + width - 1) / width;
+  int64_t whole = (k - k0) / 2 < kp ? (k - k0) / 2 : kp; /* pairs with both elements */
+  for (int64_t s = 0; s < strips; s++) {
+    uint32_t *restrict d = dst + s * kp * width;
+    int64_t r0 = s * width, p0 = 0;
+    if (r0 + width <= rows && ks == 1) {
+      for (int r = 0; r < width; r++) {
+        const uint16_t *row = src + (r0 + r) * rs + k0;
+        for (int64_t p = 0; p < whole; p++)
+          memcpy(&d[p * width + r], row + 2 * p, 4); /* little-endian: k in the low half */
+      }
+      p0 = whole;
+    } else if (r0 + width <= rows && rs == 1) {
+      for (int64_t p = 0; p < whole; p++) {
+        const uint16_t *lo = src + (k0 + 2 * p) * ks + r0, *hi = lo + ks;
+        for (int r = 0; r < width; r += 16) {
+          __mmask16 m = width - r >= 16 ? 0xffff : (__mmask16)((1u << (width - r)) - 1);
+          __m512i l = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, lo + r));
+          __m512i h = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, hi + r));
+          __m512i pairs = _mm512_or_si512(l, _mm512_slli_epi32(h, 16));
+          _mm512_mask_storeu_epi32(d + p * width + r, m, pairs);
+        }
+      }
+      p0 = whole;
+    }
+    for (int64_t p = p0; p < kp; p++) {
+      int64_t kk = k0 + 2 * p;
+      bool second = kk + 1 < k;
+      for (int r = 0; r < width; r++) {
+        int64_t row = r0 + r;
+        d[p * width + r] = row < rows ? pair(src + row * rs + kk * ks, ks, second) : 0u;
+      }
+    }
+  }
+}
+
+/* Where the micro-kernel puts its tile: fp32 rows (a workspace, or a tile for the epilogue), or,
+ * for the last K block of an output with unit column stride and no C, the output itself: rows x
+ * cols of alpha * acc rounded to bf16 by vcvtne2ps2bf16 (nearest even, as PyTorch's oneDNN). */
+typedef struct tile_out {
+  float *f32;
+  uint16_t *bf16;
+  int64_t ld;
+  int rows, cols;
+  float alpha;
+} tile_out;
+
+/* tile = cin (or 0) + A strip @ B strip over kp pairs. */
+AVX512BF16 static void micro(int64_t kp, const uint32_t *restrict a, const uint32_t *restrict b,
+                             const float *cin, int64_t ldin, const tile_out *o) {
+  __m512 c[MR][2];
+#pragma GCC unroll 12
+  for (int r = 0; r < MR; r++) {
+    c[r][0] = cin ? _mm512_loadu_ps(cin + r * ldin) : _mm512_setzero_ps();
+    c[r][1] = cin ? _mm512_loadu_ps(cin + r * ldin + 16) : _mm512_setzero_ps();
+  }
+  for (int64_t p = 0; p < kp; p++) {
+    __m512bh b0 = (__m512bh)_mm512_loadu_si512(b + p * NR);
+    __m512bh b1 = (__m512bh)_mm512_loadu_si512(b + p * NR + 16);
+#pragma GCC unroll 12
+    for (int r = 0; r < MR; r++) {
+      __m512bh av = (__m512bh)_mm512_set1_epi32((int)a[p * MR + r]);
+      c[r][0] = _mm512_dpbf16_ps(c[r][0], av, b0);
+      c[r][1] = _mm512_dpbf16_ps(c[r][1], av, b1);
+    }
+  }
+  if (o->f32) {
+#pragma GCC unroll 12
+    for (int r = 0; r < MR; r++) {
+      _mm512_storeu_ps(o->f32 + r * o->ld, c[r][0]);
+      _mm512_storeu_ps(o->f32 + r * o->ld + 16, c[r][1]);
+    }
+    return;
+  }
+  __m512 alpha = _mm512_set1_ps(o->alpha);
+  __mmask32 cols = o->cols == NR ? ~(__mmask32)0 : ((__mmask32)1 << o->cols) - 1;
+#pragma GCC unroll 12
+  for (int r = 0; r < MR; r++) {
+    if (r < o->rows) {
+      __m512bh v = _mm512_cvtne2ps_pbh(_mm512_mul_ps(c[r][1], alpha),
+                                       _mm512_mul_ps(c[r][0], alpha));
+      _mm512_mask_storeu_epi16(o->bf16 + r * o->ld, cols, (__m512i)v);
+    }
+  }
+}
+
+/* The job after B is packed; its items are claimed dynamically by the pool's threads. Every
+ * output element is computed by one item in a fixed order, so the results do not depend on which
+ * thread runs what. */
+typedef struct bf16_job {
+  const gemm_job *j;
+  const uint32_t *bp; /* per B batch: [strip][k pair][NR] */
+  gemm_items it;
+  int64_t kpt, blocks, b_batches;
+} bf16_job;
+
+static void pack_b(int64_t begin, int64_t end, int chunk, void *ctx) {
+  (void)chunk;
+  const bf16_job *q = ctx;
+  const gemm_job *j = q->j;
+  int64_t nt = j->n, k = j->k;
+  for (int64_t t = begin; t < end; t++) {
+    int64_t bi = t / q->it.nstrips, s = t % q->it.nstrips;
+    int64_t cols = nt - s * NR < NR ? nt - s * NR : NR;
+    const uint16_t *b = (const uint16_t *)j->b.data + bi * j->b.bs + s * NR * j->b.cs;
+    uint32_t *dst = (uint32_t *)q->bp + (bi * q->it.nstrips + s) * q->kpt * NR;
+    /* B^T is an [n, k] matrix: rows step by cs, k by rs. One KC block after another. */
+    for (int64_t k0 = 0; k0 < k; k0 += KC)
+      pack(b, j->b.cs, j->b.rs, cols, k0, k - k0 < KC ? k - k0 : KC, k, NR, dst + k0 / 2 * NR);
+  }
+}
+
+/* One item: rows [ic, ic + mc) by strips [s0, s1) of output batch bo. */
+static void run_item(const bf16_job *q, int64_t bo, int64_t ic, int64_t s0, int64_t s1,
+                     uint32_t *ap, float *ws) {
+  const gemm_job *j = q->j;
+  int64_t k = j->k, mc = j->m - ic < MC ? j->m - ic : MC, mstrips = (mc + MR - 1) / MR;
+  int64_t b0 = j->sum_batches ? 0 : bo, b1 = j->sum_batches ? j->batch : bo + 1;
+  int64_t ws_ld = (s1 - s0) * NR;
+  bool direct = j->out.cs == 1 && !j->has_c;
+  float tile[MR * NR];
+  for (int64_t bi = b0; bi < b1; bi++) {
+    const uint16_t *a = (const uint16_t *)j->a.data + bi * j->a.bs + ic * j->a.rs;
+    const uint32_t *bp = q->bp + (q->b_batches > 1 ? bi : 0) * q->it.nstrips * q->kpt * NR;
+    for (int64_t pc = 0; pc < q->blocks; pc++) {
+      int64_t k0 = pc * KC, kc = k - k0 < KC ? k - k0 : KC, kp = (kc + 1) / 2;
+      bool first = bi == b0 && pc == 0, last = bi == b1 - 1 && pc == q->blocks - 1;
+      pack(a, j->a.rs, j->a.cs, mc, k0, kc, k, MR, ap);
+      for (int64_t s = s0; s < s1; s++) {
+        const uint32_t *bs = bp + (s * q->kpt + k0 / 2) * NR;
+        for (int64_t r = 0; r < mstrips; r++) {
+          float *w = ws + r * MR * ws_ld + (s - s0) * NR;
+          int64_t rows = mc - r * MR < MR ? mc - r * MR : MR;
+          int64_t cols = j->n - s * NR < NR ? j->n - s * NR : NR;
+          int64_t m0 = ic + r * MR, n0 = s * NR;
+          tile_out o = {.f32 = w, .ld = ws_ld, .rows = (int)rows, .cols = (int)cols,
+                        .alpha = (float)j->alpha.f};
+          if (last && direct) {
+            o.f32 = NULL;
+            o.bf16 = (uint16_t *)j->out.data + bo * j->out.bs + m0 * j->out.rs + n0;
+            o.ld = j->out.rs;
+          } else if (last) {
+            o.f32 = tile;
+            o.ld = NR;
+          }
+          micro(kp, ap + r * kp * MR, bs, first ? NULL : w, ws_ld, &o);
+          if (last && !direct)
+            tpu_gemm_store(j, bo, tile, NR, m0, rows, n0, cols);
+        }
+      }
+    }
+  }
+}
+
+static void run_items(int64_t begin, int64_t end, int chunk, void *ctx) {
+  (void)begin, (void)end, (void)chunk;
+  bf16_job *q = ctx;
+  uint32_t *ap = malloc((size_t)(MC * (KC / 2)) * 4);
+  float *ws = malloc((size_t)(MC * q->it.nstrips * NR) * 4);
+  int64_t bo, ic, s0, s1;
+  while (ap && ws && tpu_gemm_items_claim(&q->it, &bo, &ic, &s0, &s1))
+    run_item(q, bo, ic, s0, s1, ap, ws);
+  free(ap);
+  free(ws);
+}
+
+bool tpu_gemm_bf16(const gemm_job *j) {
+  if (!tpu_matmul_has_bf16_kernel())
+    return false;
+  bf16_job q = {.j = j, .kpt = (j->k + 1) / 2, .blocks = (j->k + KC - 1) / KC,
+                .b_batches = j->b.bs == 0 ? 1 : j->batch};
+  tpu_gemm_items_plan(&q.it, j, MC, NR);
+  uint32_t *bp = malloc((size_t)(q.b_batches * q.it.nstrips * q.kpt * NR) * 4);
+  if (!bp)
+    return false;
+  q.bp = bp;
+  tpu_parallel_for(q.b_batches * q.it.nstrips, 8, pack_b, &q);
+  /* One chunk per thread; the chunks share the items. */
+  tpu_parallel_for(tpu_gemm_items_threads(&q.it, j), 1, run_items, &q);
+  free(bp);
+  return tpu_gemm_items_done(&q.it);
+}
+
+#else
+
+bool tpu_gemm_bf16(const gemm_job *j) {
+  (void)j;
+  return false;
+}
+
+#endif
