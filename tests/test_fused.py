@@ -251,6 +251,28 @@ def test_dead_intermediates_never_get_memory(fused: None) -> None:
     assert torch.tpu.max_memory_allocated() - base < 2 * 4 * n
 
 
+def test_graphs_differing_in_an_attribute_get_their_own_plan(fused: None) -> None:
+    # Equal structure but for a scalar that selects what an op computes (sum vs mean, the
+    # log_softmax dimension of cross-entropy's backward): a cached plan must not serve both.
+    x = torch.ones(1000, device=DEV)
+    torch.tpu.synchronize()
+    for _ in range(2):
+        assert (x * x).sum().item() == 1000.0
+        assert (x * x).mean().item() == 1.0
+    logits_cpu = torch.randn(6, 5)
+    target = torch.tensor([0, 1, 2, 3, 4, 0])
+    for dim in (1, 0, 1):
+        grads = []
+        for device in ("cpu", DEV):
+            logits = logits_cpu.to(device).detach().requires_grad_()
+            loss = torch.nn.functional.nll_loss(
+                torch.log_softmax(logits, dim), target.to(device), reduction="sum"
+            )
+            loss.backward()
+            grads.append(logits.grad.cpu())
+        torch.testing.assert_close(grads[1], grads[0])
+
+
 def test_repeated_training_step_hits_the_cache() -> None:
     torch.manual_seed(0)
     model = build_model("gpt-tiny", 0).to(DEV)

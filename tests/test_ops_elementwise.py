@@ -1,4 +1,5 @@
-"""Native elementwise ops (csrc/core/drivers/host/tpu_elementwise.c and kernels_elementwise_*.c):
+"""Native elementwise ops (csrc/core/ops/tpu_ops_elementwise.h; the host driver's engine and
+kernels in csrc/core/drivers/host/engine/engine_elementwise.c and kernels/elementwise/):
 values, dtype, shape and strides equal PyTorch CPU's for every dtype CPU supports, in both eager
 modes, with special values, broadcasting, type promotion, CPU scalars, 0-dim, empty, strided and
 channels_last inputs, out= and in-place forms and their errors; and no call reaches the fallback."""

@@ -29,6 +29,14 @@ typedef enum tpu_dtype {
   TPU_DTYPE_COUNT
 } tpu_dtype;
 
+/* The elements of complex64 and complex128: the real part, then the imaginary part. */
+typedef struct tpu_c64 {
+  float re, im;
+} tpu_c64;
+typedef struct tpu_c128 {
+  double re, im;
+} tpu_c128;
+
 /* Bytes per element. */
 size_t tpu_dtype_size(tpu_dtype dtype);
 

@@ -160,7 +160,7 @@ static tpu_status add_node(fused_state *st, tpu_op_call *call) {
     tpu_op_call_free(call);
     return tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot allocate a fused graph");
   }
-  tpu_status status = tpu_graph_add(st->graph, call, 0);
+  tpu_status status = tpu_graph_add(st->graph, call, tpu_op_attr_scalars(call->op));
   for (int i = 0; status == TPU_OK && i < call->n_inputs + call->n_outputs; i++) {
     tpu_buffer *b = call->tensors[i].buf;
     if (!b)

@@ -9,15 +9,25 @@
 #include "ops/tpu_op_debug.h"
 
 static const char *const op_names[TPU_OP_COUNT] = {
-#define TPU_OP_NAME(id, name) [TPU_OP_##id] = name,
+#define TPU_OP_NAME(id, name, attrs) [TPU_OP_##id] = name,
     TPU_OP_LIST(TPU_OP_NAME)
 #undef TPU_OP_NAME
+};
+
+static const uint8_t op_attrs[TPU_OP_COUNT] = {
+#define TPU_OP_ATTRS(id, name, attrs) [TPU_OP_##id] = attrs,
+    TPU_OP_LIST(TPU_OP_ATTRS)
+#undef TPU_OP_ATTRS
 };
 
 static atomic_uint_least64_t native_counts[TPU_OP_COUNT];
 
 const char *tpu_op_name(tpu_op_id op) {
   return (unsigned)op < TPU_OP_COUNT ? op_names[op] : "invalid";
+}
+
+uint8_t tpu_op_attr_scalars(tpu_op_id op) {
+  return (unsigned)op < TPU_OP_COUNT ? op_attrs[op] : 0;
 }
 
 uint64_t tpu_op_native_count(tpu_op_id op) {

@@ -23,22 +23,31 @@
 #include "ops/tpu_ops_optim.h"
 #include "tensor/tpu_tensor.h"
 
-/* The native ops: X(ID, "name"), one family per header, so that a family's contract sits together
- * and adding an op touches only its family (and each driver's table of kernels). */
+/* The attribute scalars of an op, a mask of TPU_ATTR(k): call->scalars[k] selects what the op
+ * computes (a dimension, a flag, a mode, packed geometry), so it belongs to a graph's structure
+ * (graph/tpu_graph.h) and a driver may compile a plan for its value. The other scalars (alpha,
+ * eps, a fill value, a learning rate, the RNG seed and offset) are runtime arguments: a plan reads
+ * them when it runs, so new values never recompile. */
+#define TPU_ATTR(k) (1u << (k))
+#define TPU_ATTRS_BELOW(n) ((1u << (n)) - 1u) /* slots 0 to n - 1 */
+
+/* The native ops: X(ID, "name", attribute scalars), one family per header, so that a family's
+ * contract sits together and adding an op touches only its family (and each driver's table of
+ * kernels). */
 #define TPU_OP_LIST(X)                                                                             \
-  TPU_OPS_BASE(X) \
-  TPU_OPS_ELEMENTWISE(X) \
-  TPU_OPS_REDUCE(X) \
-  TPU_OPS_MATMUL(X) \
-  TPU_OPS_NORM(X) \
-  TPU_OPS_NN(X) \
-  TPU_OPS_CONV(X) \
-  TPU_OPS_ATTENTION(X) \
-  TPU_OPS_INDEX(X) \
+  TPU_OPS_BASE(X)                                                                                  \
+  TPU_OPS_ELEMENTWISE(X)                                                                           \
+  TPU_OPS_REDUCE(X)                                                                                \
+  TPU_OPS_MATMUL(X)                                                                                \
+  TPU_OPS_NORM(X)                                                                                  \
+  TPU_OPS_NN(X)                                                                                    \
+  TPU_OPS_CONV(X)                                                                                  \
+  TPU_OPS_ATTENTION(X)                                                                             \
+  TPU_OPS_INDEX(X)                                                                                 \
   TPU_OPS_OPTIM(X)
 
 typedef enum tpu_op_id {
-#define TPU_OP_ENUM(id, name) TPU_OP_##id,
+#define TPU_OP_ENUM(id, name, attrs) TPU_OP_##id,
   TPU_OP_LIST(TPU_OP_ENUM)
 #undef TPU_OP_ENUM
       TPU_OP_COUNT
@@ -101,6 +110,9 @@ tpu_status tpu_op_defer(tpu_op_call *call);
 
 /* Name of an op, e.g. "copy". */
 const char *tpu_op_name(tpu_op_id op);
+
+/* The op's attribute scalars (a TPU_ATTR mask; 0 for an invalid id). */
+uint8_t tpu_op_attr_scalars(tpu_op_id op);
 
 /* Native calls of `op` since start or the last reset. */
 uint64_t tpu_op_native_count(tpu_op_id op);

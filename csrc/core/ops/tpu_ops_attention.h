@@ -1,5 +1,5 @@
-/* The attention family's ops: X(ID, "name") per op; see ops/tpu_op.h. Scaled dot product
- * attention, forward and backward.
+/* The attention family's ops: X(ID, "name", attribute scalars) per op; see ops/tpu_op.h. Scaled
+ * dot product attention, forward and backward.
  *
  * Shapes: q [B, Hq, L, D], k [B, Hkv, S, D], v [B, Hkv, S, Dv], with Hq a multiple of Hkv
  * (grouped-query attention: query head h reads key/value head h / (Hq / Hkv)). Any strides.
@@ -20,8 +20,8 @@
 #define TPU_OPS_ATTENTION_H
 
 #define TPU_OPS_ATTENTION(X)                                                                       \
-  X(SDPA, "scaled_dot_product_attention")                                                          \
-  X(SDPA_BACKWARD, "scaled_dot_product_attention_backward")
+  X(SDPA, "scaled_dot_product_attention", TPU_ATTR(1))                                             \
+  X(SDPA_BACKWARD, "scaled_dot_product_attention_backward", TPU_ATTR(1))
 
 /* Bits of scalars[1].i. */
 enum { TPU_SDPA_CAUSAL = 1 };

@@ -1,11 +1,11 @@
-/* The conv family's ops: X(ID, "name") per op; see ops/tpu_op.h. Convolutions (1, 2
- * or 3 spatial dimensions, grouped, strided, padded, dilated, transposed through the backward
- * ops), pooling, and the fused LSTM/GRU cells. Floating dtypes only
- * (float16, bfloat16, float32, float64); each kernel computes in float (double for float64) and
- * rounds once per output element, as PyTorch CPU does.
+/* The conv family's ops: X(ID, "name", attribute scalars) per op; see ops/tpu_op.h. Convolutions
+ * (1, 2 or 3 spatial dimensions, grouped, strided, padded, dilated, transposed through the
+ * backward ops), pooling, and the fused LSTM/GRU cells. Floating dtypes (float16, bfloat16,
+ * float32, float64; forward pooling also takes integers, below); each op computes in float or
+ * wider (double for float64) and rounds once per output element, as PyTorch CPU does.
  *
- * Convolutions (drivers/host/kernels_conv*.c) see every tensor as [N, C, spatial...] with 1 to 3
- * spatial dimensions and any strides; "x-like" tensors have the convolution's input geometry,
+ * Convolutions see every tensor as [N, C, spatial...] with 1 to 3 spatial dimensions and any
+ * strides; "x-like" tensors have the convolution's input geometry,
  * "y-like" ones its output geometry. scalars[0].u, [1].u, [2].u hold the stride, padding and
  * dilation, each packed by tpu_conv_pack; S spatial dimensions use the last S of its three
  * slots. The groups are x.C / w.size(1). No y-like spatial size may exceed (in + 2 * pad - dil *
@@ -17,14 +17,19 @@
  * CONV_BACKWARD_WEIGHT: tensors dy, x; output dw (w's shape), the gradient w.r.t. w.
  * CONV_BACKWARD_BIAS: tensor dy [N, K, spatial...]; output db [K], the sum over all but dim 1.
  *
- * Pooling (conv_pool.c) sees [N, C, spatial...] as convolutions do. scalars[0].u to [3].u
- * hold the packed kernel size, stride, padding and dilation (ignored by the adaptive modes),
- * [4].u the mode (TPU_POOL_*) | TPU_POOL_COUNT_PAD, [5].i a divisor override (0: none).
+ * Pooling sees [N, C, spatial...] (1 to 3 spatial dimensions) as convolutions do. scalars[0].u
+ * to [3].u hold the packed kernel size, stride, padding and dilation (ignored by the adaptive
+ * modes), [4].u the mode (TPU_POOL_*) | TPU_POOL_COUNT_PAD, [5].i a divisor override (0: none).
  * POOL: tensor x; outputs y and, for the max modes, int64 indices (flat within the input plane).
  * POOL_BACKWARD: tensors dy and, for the max modes, indices; output dx.
+ * PyTorch CPU's windows, divisors and NaN rule (a NaN always wins a max); forward max pooling also
+ * takes the integer dtypes (an empty window gives the dtype's smallest value), forward average
+ * pooling int64 (summed and divided as integers, truncating).
  *
- * Fused RNN cells (conv_rnn.c): gates [B, 4H] (LSTM: i, f, g, o) or [B, 3H] (GRU: r, z,
- * n), states [B, H], biases 1-d; one dtype throughout.
+ * Fused RNN cells, with the workspace layouts of PyTorch's CUDA kernels (which the backward ops
+ * and autograd rely on): gates [B, 4H] (LSTM: i, f, g, o) or [B, 3H] (GRU: r, z, n), states
+ * [B, H], biases 1-d; one dtype throughout. A bias gradient is the column sum of the (rounded)
+ * gate gradients.
  * LSTM_CELL: tensors input_gates, hidden_gates, cx, [input_bias, hidden_bias]; outputs hy, cy,
  *   workspace [B, 4H] (the activated gates).
  * LSTM_CELL_BACKWARD: tensors [grad_hy], [grad_cy] (by TPU_RNN_* flags in scalars[0].u), cx, cy,
@@ -39,16 +44,16 @@
 #include <stdint.h>
 
 #define TPU_OPS_CONV(X)                                                                            \
-  X(CONV, "conv")                                                                                  \
-  X(CONV_BACKWARD_INPUT, "conv_backward_input")                                                    \
-  X(CONV_BACKWARD_WEIGHT, "conv_backward_weight")                                                  \
-  X(CONV_BACKWARD_BIAS, "conv_backward_bias")                                                      \
-  X(POOL, "pool")                                                                                  \
-  X(POOL_BACKWARD, "pool_backward")                                                                \
-  X(LSTM_CELL, "lstm_cell")                                                                        \
-  X(LSTM_CELL_BACKWARD, "lstm_cell_backward")                                                      \
-  X(GRU_CELL, "gru_cell")                                                                          \
-  X(GRU_CELL_BACKWARD, "gru_cell_backward")
+  X(CONV, "conv", TPU_ATTRS_BELOW(3))                                                              \
+  X(CONV_BACKWARD_INPUT, "conv_backward_input", TPU_ATTRS_BELOW(3))                                \
+  X(CONV_BACKWARD_WEIGHT, "conv_backward_weight", TPU_ATTRS_BELOW(3))                              \
+  X(CONV_BACKWARD_BIAS, "conv_backward_bias", 0)                                                   \
+  X(POOL, "pool", TPU_ATTRS_BELOW(6))                                                              \
+  X(POOL_BACKWARD, "pool_backward", TPU_ATTRS_BELOW(6))                                            \
+  X(LSTM_CELL, "lstm_cell", 0)                                                                     \
+  X(LSTM_CELL_BACKWARD, "lstm_cell_backward", TPU_ATTR(0))                                         \
+  X(GRU_CELL, "gru_cell", 0)                                                                       \
+  X(GRU_CELL_BACKWARD, "gru_cell_backward", 0)
 
 /* Pooling modes (the low bits of POOL's scalars[4].u) and its flag. */
 enum {

@@ -1,6 +1,6 @@
-/* The matmul family's ops: X(ID, "name") per op; see ops/tpu_op.h. Every op (mm, bmm, addmm,
- * baddbmm, addbmm, addmv, dot) is one batched GEMM, out[b] = alpha * A[b] @ B[b] + beta * C[b];
- * the names keep the op counters telling which ATen op ran.
+/* The matmul family's ops: X(ID, "name", attribute scalars) per op; see ops/tpu_op.h. Every op
+ * (mm, bmm, addmm, baddbmm, addbmm, addmv, dot) is one batched GEMM, out[b] = alpha * A[b] @ B[b]
+ * + beta * C[b]; the names keep the op counters telling which ATen op ran.
  *
  * Call layout, shared by all the family's ops: tensors[0] = A [batch, M, K], tensors[1] = B
  * [batch, K, N], optionally tensors[2] = C [batch, M, N] (any strides, 0 for broadcast), then the
@@ -16,13 +16,13 @@
 #define TPU_OPS_MATMUL_H
 
 #define TPU_OPS_MATMUL(X)                                                                          \
-  X(MM, "mm")                                                                                      \
-  X(BMM, "bmm")                                                                                    \
-  X(ADDMM, "addmm")                                                                                \
-  X(BADDBMM, "baddbmm")                                                                            \
-  X(ADDBMM, "addbmm")                                                                              \
-  X(ADDMV, "addmv")                                                                                \
-  X(DOT, "dot")
+  X(MM, "mm", TPU_ATTR(4))                                                                         \
+  X(BMM, "bmm", TPU_ATTR(4))                                                                       \
+  X(ADDMM, "addmm", TPU_ATTR(4))                                                                   \
+  X(BADDBMM, "baddbmm", TPU_ATTR(4))                                                               \
+  X(ADDBMM, "addbmm", TPU_ATTR(4))                                                                 \
+  X(ADDMV, "addmv", TPU_ATTR(4))                                                                   \
+  X(DOT, "dot", TPU_ATTR(4))
 
 /* Bits of scalars[4].i. */
 enum { TPU_GEMM_CONJ_A = 1, TPU_GEMM_CONJ_B = 2 };

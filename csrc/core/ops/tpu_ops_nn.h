@@ -1,16 +1,61 @@
-/* The nn family's ops: X(ID, "name") per op; see ops/tpu_op.h. Embedding backward,
- * Bernoulli draws and dropout, and the losses. */
+/* The nn family's ops: X(ID, "name", attribute scalars) per op; see ops/tpu_op.h. Embedding
+ * backward, Bernoulli draws and dropout, and the losses.
+ *
+ * EMBEDDING_BACKWARD (embedding_dense_backward): tensors[0] = grad [N, D], [1] = indices [N]
+ *   (int64 or int32); outputs [2] = grad_weight [V, D] and, with scale_grad_by_freq, [3] =
+ *   counts, int64 scratch [V]. scalars[0].i = padding_idx, [1].i = scale_grad_by_freq.
+ *   grad_weight[k] = sum over n with indices[n] == k of grad[n] (times 1 / count(k) with
+ *   scale_grad_by_freq), added in increasing n, each addition rounded to the dtype as PyTorch
+ *   CPU's add does; rows never indexed and the padding row are zero. An index equal to
+ *   padding_idx is skipped (as on PyTorch CPU); any other index outside [0, V) is an IndexError,
+ *   found before anything is written.
+ *
+ * Bernoulli draws and dropout use the random stream of ops/tpu_ops_base.h: element i of the
+ * output view (row-major) takes word i of the stream for (seed, offset), u = its low 24 bits *
+ * 2^-24, the same u that UNIFORM gives element i. A value depends only on (seed, offset, i),
+ * never on strides, threads or the eager mode.
+ *   BERNOULLI: tensors[0] = p (optional, floating, broadcast to out's sizes), output out (bool,
+ *     integer or floating). scalars[0].f = p when there is no p tensor, [2].u seed, [3].u
+ *     offset. out = u < p ? 1 : 0. A p outside [0, 1] is an error (PyTorch CPU's check).
+ *   DROPOUT (native_dropout in training): tensors[0] = input (floating or complex); outputs
+ *     out (input's dtype) and mask (bool). scalars[0].f = the keep probability 1 - p, [1].f =
+ *     scale (1 / (1 - p), 0 when p = 1), [2].u seed, [3].u offset. mask = u < 1 - p; out =
+ *     (input * mask) * scale with the scale in the dtype's compute type (float for float16,
+ *     bfloat16, float32), rounded once, as PyTorch CPU's input.mul(mask).mul_(scale).
+ *   DROPOUT_BACKWARD: tensors[0] = grad, [1] = mask (bool or uint8), output grad_input (grad's
+ *     dtype); scalars[0].f = scale: grad_input = (grad * mask) * scale, the same way.
+ *
+ * Losses. The reduction scalar uses ATen's codes: 0 none, 1 mean, 2 sum. Floating dtypes only
+ * (float16, bfloat16, float32, float64). A reduced loss accumulates in double and rounds once.
+ *   NLL_LOSS: tensors[0] = input [N, C, S], [1] = target [N, S] (int64 or uint8), [2] = weight
+ *     [C] (optional: present when there are 3 inputs); outputs: out ([N, S] for reduction none,
+ *     else 0-d), total_weight (0-d). scalars[0].i = reduction, [1].i = ignore_index. Element
+ *     (n, s) contributes -input[n, t, s] * weight[t] with t = target[n, s], nothing when t is
+ *     ignore_index; a target outside [0, C) is an IndexError. Reduced, out is the sum (divided
+ *     by total_weight for mean: the sum of the contributing weights), total_weight 0 for none.
+ *     (PyTorch reduces a 1-d input even for reduction none: callers pass sum then.)
+ *   NLL_LOSS_BACKWARD: tensors[0] = grad_output ([N, S] for none, else 0-d), [1] = target,
+ *     [2] = total_weight, [3] = weight (optional); scalars as NLL_LOSS's; output grad_input
+ *     [N, C, S], zero except grad_input[n, t, s] = -weight[t] * g with g = grad_output[n, s]
+ *     (none), grad_output (sum) or grad_output / total_weight (mean).
+ *   MSE_LOSS: tensors[0] = input, [1] = target (same sizes); output out (the same sizes for
+ *     none, else 0-d); scalars[0].i = reduction. The loss (input - target)^2 is computed as
+ *     PyTorch CPU does in the dtype (float16 and bfloat16 round the difference, then the
+ *     square).
+ *   MSE_LOSS_BACKWARD: tensors[0] = grad_output, [1] = input, [2] = target (same sizes); output
+ *     grad_input; scalars[0].f = norm (2 / numel for mean, else 2): grad_input = norm * (input -
+ *     target) * grad_output, each step rounded to the dtype as on PyTorch CPU. */
 #ifndef TPU_OPS_NN_H
 #define TPU_OPS_NN_H
 
 #define TPU_OPS_NN(X)                                                                              \
-  X(EMBEDDING_BACKWARD, "embedding_backward")                                                      \
-  X(BERNOULLI, "bernoulli")                                                                        \
-  X(DROPOUT, "dropout")                                                                            \
-  X(DROPOUT_BACKWARD, "dropout_backward")                                                          \
-  X(NLL_LOSS, "nll_loss")                                                                          \
-  X(NLL_LOSS_BACKWARD, "nll_loss_backward")                                                        \
-  X(MSE_LOSS, "mse_loss")                                                                          \
-  X(MSE_LOSS_BACKWARD, "mse_loss_backward")
+  X(EMBEDDING_BACKWARD, "embedding_backward", TPU_ATTR(0) | TPU_ATTR(1))                           \
+  X(BERNOULLI, "bernoulli", 0)                                                                     \
+  X(DROPOUT, "dropout", 0)                                                                         \
+  X(DROPOUT_BACKWARD, "dropout_backward", 0)                                                       \
+  X(NLL_LOSS, "nll_loss", TPU_ATTR(0) | TPU_ATTR(1))                                               \
+  X(NLL_LOSS_BACKWARD, "nll_loss_backward", TPU_ATTR(0) | TPU_ATTR(1))                             \
+  X(MSE_LOSS, "mse_loss", TPU_ATTR(0))                                                             \
+  X(MSE_LOSS_BACKWARD, "mse_loss_backward", 0)
 
 #endif

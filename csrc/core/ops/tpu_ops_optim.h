@@ -1,6 +1,7 @@
 /* The optim family: fused optimizer steps and the gradient scaler's kernels, so torch.optim with
- * fused=True and torch.amp.GradScaler run natively. X(ID, "name") per op; see
- * ops/tpu_op.h. */
+ * fused=True and torch.amp.GradScaler run natively. X(ID, "name", attribute scalars) per op; see
+ * ops/tpu_op.h. Math follows PyTorch's fused CPU/CUDA kernels: each element computes in float
+ * (double for float64 parameters), the coefficients from the step count in double. */
 #ifndef TPU_OPS_OPTIM_H
 #define TPU_OPS_OPTIM_H
 
@@ -16,14 +17,15 @@
  *   scalars: [0] lr, [1] weight_decay, [2] momentum, [3] dampening, [4].u flags (TPU_SGD_*).
  * AMP_UNSCALE: grad *= inv_scale; found_inf = 1 if grad has a non-finite value.
  *   inputs: inv_scale (1 element float32); outputs: grad (floating), found_inf (1 element float32).
- * AMP_UPDATE_SCALE: GradScaler's update: backs off on found_inf, grows every growth_interval steps.
+ * AMP_UPDATE_SCALE: GradScaler's update: backs off on found_inf, grows every growth_interval steps
+ *   while the grown scale stays finite.
  *   inputs: found_inf; outputs: scale (float32), growth_tracker (int32), 1 element each.
  *   scalars: [0] growth_factor, [1] backoff_factor, [2].i growth_interval. */
 #define TPU_OPS_OPTIM(X)                                                                           \
-  X(FUSED_ADAM, "fused_adam")                                                                      \
-  X(FUSED_SGD, "fused_sgd")                                                                        \
-  X(AMP_UNSCALE, "amp_unscale")                                                                    \
-  X(AMP_UPDATE_SCALE, "amp_update_scale")
+  X(FUSED_ADAM, "fused_adam", TPU_ATTR(5))                                                         \
+  X(FUSED_SGD, "fused_sgd", TPU_ATTR(4))                                                           \
+  X(AMP_UNSCALE, "amp_unscale", 0)                                                                 \
+  X(AMP_UPDATE_SCALE, "amp_update_scale", 0)
 
 /* Flags of FUSED_ADAM (scalars[5].u). */
 enum {

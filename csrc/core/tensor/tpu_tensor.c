@@ -11,6 +11,15 @@ int64_t tpu_tensor_numel(const tpu_tensor *t) {
   return n;
 }
 
+bool tpu_tensor_same_sizes(const tpu_tensor *a, const tpu_tensor *b) {
+  if (a->ndim != b->ndim)
+    return false;
+  for (int d = 0; d < a->ndim; d++)
+    if (a->sizes[d] != b->sizes[d])
+      return false;
+  return true;
+}
+
 bool tpu_tensor_is_contiguous(const tpu_tensor *t) {
   int64_t expected = 1;
   for (int d = t->ndim - 1; d >= 0; d--) {

@@ -29,6 +29,9 @@ void *tpu_tensor_data(const tpu_tensor *t);
 /* Number of elements. */
 int64_t tpu_tensor_numel(const tpu_tensor *t);
 
+/* True when a and b have the same rank and sizes (their dtypes and strides may differ). */
+bool tpu_tensor_same_sizes(const tpu_tensor *a, const tpu_tensor *b);
+
 /* True when the elements are dense in row-major order. */
 bool tpu_tensor_is_contiguous(const tpu_tensor *t);
 

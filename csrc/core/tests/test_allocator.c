@@ -11,6 +11,7 @@
 #include "exec/tpu_stream.h"
 #include "mem/tpu_allocator.h"
 #include "tpu_test.h"
+#include "tpu_test_alloc.h"
 
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
@@ -37,31 +38,6 @@ static void *alloc_on(int stream, size_t nbytes) {
   void *p = NULL;
   CHECK_OK(tpu_mem_alloc(0, stream, nbytes, &p));
   return p;
-}
-
-/* Work that blocks its stream until the test opens the gate. */
-static atomic_bool gate_open;
-
-static tpu_status wait_gate(void *ctx) {
-  (void)ctx;
-  while (!atomic_load(&gate_open)) {
-    struct timespec ts = {0, 200000};
-    nanosleep(&ts, NULL);
-  }
-  return TPU_OK;
-}
-
-static tpu_stream *blocked_stream(int *index) {
-  CHECK_OK(tpu_stream_create(0, 0, index));
-  tpu_stream *s = tpu_stream_get(0, *index);
-  atomic_store(&gate_open, false);
-  CHECK_OK(tpu_stream_submit(s, "wait_gate", wait_gate, NULL, NULL));
-  return s;
-}
-
-static void open_gate(tpu_stream *s) {
-  atomic_store(&gate_open, true);
-  CHECK_OK(tpu_stream_synchronize(s));
 }
 
 static void test_alignment_uniqueness_device_of(void) {
@@ -307,7 +283,7 @@ static void test_info_and_summary(void) {
   tpu_mem_free(a);
 }
 
-enum { THREADS = 4, ITERS = 3000, LIVE = 8 };
+enum { ITERS = 3000, LIVE = 8 };
 
 static void *stress_thread(void *arg) {
   int id = (int)(intptr_t)arg;
@@ -340,16 +316,7 @@ static void *stress_thread(void *arg) {
 
 static void test_threads(void) {
   fresh();
-  pthread_t threads[THREADS];
-  for (intptr_t t = 0; t < THREADS; t++)
-    pthread_create(&threads[t], NULL, stress_thread, (void *)t);
-  intptr_t bad = 0;
-  for (int t = 0; t < THREADS; t++) {
-    void *r;
-    pthread_join(threads[t], &r);
-    bad += (intptr_t)r;
-  }
-  CHECK(bad == 0);
+  CHECK(run_stress_threads(stress_thread) == 0);
   tpu_mem_stats s = stats();
   CHECK(s.allocation[ALL].current == 0 && s.allocated_bytes[ALL].current == 0);
   CHECK(s.active_bytes[ALL].current == 0 && s.requested_bytes[ALL].current == 0);

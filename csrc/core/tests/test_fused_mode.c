@@ -146,12 +146,9 @@ static void test_dead_input_memory_is_reused(void) {
 }
 
 /* A sum of a chain's value is computed tile by tile: the value never gets memory. */
-static void test_sum_of_a_chain(void) {
-  tpu_stream *s = tpu_stream_get(0, 0);
-  tpu_buffer *x = ones(s);
-  CHECK_OK(tpu_stream_synchronize(s));
-  tpu_mem_reset_peak(0);
-  int64_t base = peak_allocated();
+/* The sum (mean 0) or the mean (mean 1) of x + x, recorded as a fused chain with its reduction,
+ * read back. */
+static float reduce_doubled(tpu_stream *s, tpu_buffer *x, int64_t mean) {
   tpu_buffer *y = pending(), *total = NULL;
   CHECK_OK(tpu_buffer_create_pending(0, 0, sizeof(float), &total));
   CHECK_OK(add(s, x, x, y));
@@ -161,18 +158,41 @@ static void test_sum_of_a_chain(void) {
   call->tensors[1].sizes[0] = 1;
   call->tensors[1].strides[0] = 1;
   call->compute = TPU_FLOAT32;
+  call->scalars[0].i = mean;
+  tpu_tensor result = call->tensors[1];
   CHECK_OK(tpu_fused_add(s, call));
   tpu_buffer_release_storage(y);
   float out = 0;
   tpu_op_call *copy = tpu_op_call_new(TPU_OP_COPY, 1, 1);
-  copy->tensors[0] = call->tensors[1];
+  copy->tensors[0] = result;
   copy->tensors[1] = (tpu_tensor){.host = &out, .dtype = TPU_FLOAT32, .ndim = 1};
   copy->tensors[1].sizes[0] = 1;
   copy->tensors[1].strides[0] = 1;
   CHECK_OK(tpu_op_launch_sync(s, copy));
-  CHECK(out == 2.0f * N);
-  CHECK(peak_allocated() - base < (int64_t)(N * sizeof(float)));
   tpu_buffer_release_storage(total);
+  return out;
+}
+
+static void test_sum_of_a_chain(void) {
+  tpu_stream *s = tpu_stream_get(0, 0);
+  tpu_buffer *x = ones(s);
+  CHECK_OK(tpu_stream_synchronize(s));
+  tpu_mem_reset_peak(0);
+  int64_t base = peak_allocated();
+  CHECK(reduce_doubled(s, x, 0) == 2.0f * N);
+  CHECK(peak_allocated() - base < (int64_t)(N * sizeof(float)));
+  tpu_buffer_release_storage(x);
+}
+
+/* SUM's mean flag is an attribute scalar (ops/tpu_op.h): a graph that differs from a cached one
+ * only there gets a plan of its own instead of reusing one that computes the other reduction. */
+static void test_attribute_scalars_are_structure(void) {
+  tpu_stream *s = tpu_stream_get(0, 0);
+  tpu_buffer *x = ones(s);
+  for (int round = 0; round < 2; round++) {
+    CHECK(reduce_doubled(s, x, 0) == 2.0f * N);
+    CHECK(reduce_doubled(s, x, 1) == 2.0f);
+  }
   tpu_buffer_release_storage(x);
 }
 
@@ -270,6 +290,7 @@ int main(void) {
   RUN_TEST(test_small_in_place_chain);
   RUN_TEST(test_dead_input_memory_is_reused);
   RUN_TEST(test_sum_of_a_chain);
+  RUN_TEST(test_attribute_scalars_are_structure);
   RUN_TEST(test_modes);
   RUN_TEST(test_results_are_computed_again_when_read);
   RUN_TEST(test_dead_results_are_dropped);

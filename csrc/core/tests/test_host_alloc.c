@@ -1,15 +1,13 @@
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "exec/tpu_stream.h"
 #include "mem/tpu_host_alloc.h"
 #include "tpu_test.h"
+#include "tpu_test_alloc.h"
 
 static tpu_host_stats stats(void) {
   tpu_host_stats s;
@@ -21,31 +19,6 @@ static void *host_alloc(size_t nbytes) {
   void *p = NULL;
   CHECK_OK(tpu_host_alloc(nbytes, &p));
   return p;
-}
-
-/* Work that blocks its stream until the test opens the gate. */
-static atomic_bool gate_open;
-
-static tpu_status wait_gate(void *ctx) {
-  (void)ctx;
-  while (!atomic_load(&gate_open)) {
-    struct timespec ts = {0, 200000};
-    nanosleep(&ts, NULL);
-  }
-  return TPU_OK;
-}
-
-static tpu_stream *blocked_stream(int *index) {
-  CHECK_OK(tpu_stream_create(0, 0, index));
-  tpu_stream *s = tpu_stream_get(0, *index);
-  atomic_store(&gate_open, false);
-  CHECK_OK(tpu_stream_submit(s, "wait_gate", wait_gate, NULL, NULL));
-  return s;
-}
-
-static void open_gate(tpu_stream *s) {
-  atomic_store(&gate_open, true);
-  CHECK_OK(tpu_stream_synchronize(s));
 }
 
 static void test_alloc_pinned_and_reuse(void) {
@@ -125,7 +98,7 @@ static void test_record_use_deferral(void) {
   CHECK(stats().reserved_bytes == 0);
 }
 
-enum { THREADS = 4, ITERS = 3000, LIVE = 8 };
+enum { ITERS = 3000, LIVE = 8 };
 
 static void *stress_thread(void *arg) {
   int id = (int)(intptr_t)arg;
@@ -157,16 +130,7 @@ static void *stress_thread(void *arg) {
 }
 
 static void test_threads(void) {
-  pthread_t threads[THREADS];
-  for (intptr_t t = 0; t < THREADS; t++)
-    pthread_create(&threads[t], NULL, stress_thread, (void *)t);
-  intptr_t bad = 0;
-  for (int t = 0; t < THREADS; t++) {
-    void *r;
-    pthread_join(threads[t], &r);
-    bad += (intptr_t)r;
-  }
-  CHECK(bad == 0);
+  CHECK(run_stress_threads(stress_thread) == 0);
   CHECK(stats().allocations == 0 && stats().allocated_bytes == 0);
   tpu_host_empty_cache();
   CHECK(stats().reserved_bytes == 0);

@@ -1,6 +1,6 @@
 // scaled_dot_product_attention through PyTorch's overrideable SDPA hooks. The composite
 // scaled_dot_product_attention asks _fused_sdp_choice_stub which backend to run; for tpu it
-// answers "overrideable" for what the fused kernel covers (drivers/host/kernels_attention.h) and
+// answers "overrideable" for what the fused kernel covers (core/ops/tpu_ops_attention.h) and
 // "math" for the rest (dropout, float64, other ranks, empty sizes, key/value batch or head
 // broadcasting), whose composite then runs on tpu's native ops. The overrideable forward and
 // backward below launch the core's SDPA kernels; autograd is PyTorch's own (derivatives.yaml

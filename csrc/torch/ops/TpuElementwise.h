@@ -1,7 +1,7 @@
 // The binding of the elementwise family: translates an ATen elementwise op into one call of a core
-// op run by the elementwise engine (core/drivers/host/tpu_elementwise.h). Structured ops get their
-// output and common dtype from ATen's own TensorIterator meta; `Structured` turns one run function
-// into the functional, in-place and out= kernels, so each op is a line of registration.
+// op (contract in core/ops/tpu_ops_elementwise.h). Structured ops get their output and common
+// dtype from ATen's own TensorIterator meta; `Structured` turns one run function into the
+// functional, in-place and out= kernels, so each op is a line of registration.
 #pragma once
 
 #include <ATen/TensorIterator.h>

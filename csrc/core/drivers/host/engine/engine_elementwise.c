@@ -3,7 +3,6 @@
 #include <string.h>
 
 #include "drivers/host/kernels/elementwise/elementwise.h"
-#include "drivers/host/engine/engine_cast.h"
 #include "drivers/host/engine/engine_iter.h"
 
 /* Elements per block of the buffered path: small enough that every operand's buffer stays in L1,
@@ -140,15 +139,6 @@ static bool add_broadcast(tpu_iter *it, const tpu_tensor *t, int ndim, const int
   return true;
 }
 
-static bool same_shape(const tpu_tensor *a, const tpu_tensor *b) {
-  if (a->ndim != b->ndim)
-    return false;
-  for (int d = 0; d < a->ndim; d++)
-    if (a->sizes[d] != b->sizes[d])
-      return false;
-  return true;
-}
-
 /* Sets how operand k (an output when k < n_out) gets from its tensor's dtype to the loop's. */
 static void plan_conversion(operand *o, tpu_dtype compute, bool output, bool keep_precision) {
   o->via = TPU_DTYPE_COUNT;
@@ -203,7 +193,8 @@ tpu_status tpu_ew_run(const tpu_op_call *call, const tpu_ew_op *op) {
     if (!is_real(t->dtype))
       return tpu_error(TPU_ERR_NOT_IMPLEMENTED, "\"%s\" is not implemented for '%s' on tpu",
                        name, tpu_dtype_name(t->dtype));
-    if (!add_broadcast(&p.it, t, out0->ndim, out0->sizes) || (output && !same_shape(t, out0)))
+    if (!add_broadcast(&p.it, t, out0->ndim, out0->sizes) ||
+        (output && !tpu_tensor_same_sizes(t, out0)))
       return tpu_error(TPU_ERR_VALUE, "%s: operand %d does not broadcast to the output shape",
                        name, k);
     bool keep = (op->flags & TPU_EW_OPMATH_SCALAR1) && k == n_out + 1 &&

@@ -1,29 +1,23 @@
 /* The elementwise engine: runs an N-ary op (1 to 4 inputs, 1 or 2 outputs) of an op call over the
- * strided iterator, the way numpy's buffered ufunc loop does.
+ * strided iterator, the way numpy's buffered ufunc loop does. What the operands are, how they
+ * broadcast and promote, and scalar operands are the elementwise family's contract
+ * (ops/tpu_ops_elementwise.h); this is how the host driver meets it.
  *
- * Operands. call->tensors holds the inputs, then the outputs. Every output has the shape of output
- * 0; an input broadcasts to it (dimensions aligned from the right, a missing or size-1 dimension
- * repeats), so the caller never expands. A scalar operand is an input whose value lives in the call
- * itself (tpu_op_set_scalar_input): nothing on the host or device has to outlive the call for it.
- *
- * Types. call->compute is the dtype the op computes in (PyTorch's common dtype). The op's inner
- * loop runs on the loop dtype: float32 for float16 and bfloat16 (PyTorch CPU computes those in
- * float and rounds once per op), the compute dtype otherwise. Each operand is "loop typed" or, when
- * the op says so, bool (comparison results, where's condition, masks). An input of another dtype
- * is first converted to the compute dtype (so a float64 scalar added to bfloat16 is rounded to
- * bfloat16, as TensorIterator's promotion does), then to the loop dtype; an output of another dtype
- * is converted from the loop result the same way in reverse. Conversions follow the COPY kernel.
+ * Types. The op's inner loop runs on the loop dtype: float32 for float16 and bfloat16 (so they
+ * compute in float and round once per op), the compute dtype otherwise. Each operand is "loop
+ * typed" or, when the op says so (bool_operands), bool. An input of another dtype is first
+ * converted to the compute dtype, then to the loop dtype; an output of another dtype is converted
+ * from the loop result the same way in reverse. Conversions are the COPY kernel's loops.
  *
  * Loops. An op supplies one inner loop per loop dtype. The engine always hands it dense operands:
  * when an operand is strided, broadcast inside the run or needs converting, the engine gathers (and
  * converts) it block by block into a per-thread buffer, and scatters output blocks back. Dense,
  * same-dtype work goes straight to the loop. Work is split over the thread pool in fixed chunks.
  *
- * Outputs may be the very memory of an input (in-place ops): loops read element i before they
- * write element i and blocks are converted before their outputs are written. Partial overlaps are
- * the caller's to refuse, as TensorIterator does. */
-#ifndef TPU_ELEMENTWISE_H
-#define TPU_ELEMENTWISE_H
+ * In-place ops: loops read element i before they write element i and blocks are converted before
+ * their outputs are written, so an output may be the very memory of an input. */
+#ifndef TPU_HOST_ENGINE_ELEMENTWISE_H
+#define TPU_HOST_ENGINE_ELEMENTWISE_H
 
 #include <stdint.h>
 

@@ -6,10 +6,11 @@
  * per innermost run. Operand 0 is, by convention, the output: it decides the memory order.
  *
  * Iteration covers a flat index space [0, numel); any sub-range can run on its own, which is how a
- * thread pool splits the work (running only reads the iterator, so threads may share one). With TPU_ITER_LOGICAL_ORDER the flat index is the row-major logical
- * index of the original shape, which is what random-number kernels key their values on. */
-#ifndef TPU_ITER_H
-#define TPU_ITER_H
+ * thread pool splits the work (running only reads the iterator, so threads may share one). With
+ * TPU_ITER_LOGICAL_ORDER the flat index is the row-major logical index of the original shape,
+ * which is what random-number kernels key their values on. */
+#ifndef TPU_HOST_ENGINE_ITER_H
+#define TPU_HOST_ENGINE_ITER_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -75,5 +76,11 @@ void tpu_iter_run_parallel(const tpu_iter *it, tpu_loop_fn loop, void *ctx);
 
 /* Same, passing each run's first flat index to the loop. */
 void tpu_iter_run_indexed_parallel(const tpu_iter *it, tpu_loop_indexed_fn loop, void *ctx);
+
+/* The COPY kernel's dtype conversions (kernels/base/base_copy.c), for kernels that convert while
+ * they run (the elementwise engine converts operands block by block): the inner loop converting
+ * `src` elements to `dst`, with operand 0 the destination, operand 1 the source and ctx unused.
+ * NULL when the dtypes are equal or either is not computable. */
+tpu_loop_fn tpu_cast_loop(tpu_dtype src, tpu_dtype dst);
 
 #endif

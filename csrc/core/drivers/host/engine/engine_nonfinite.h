@@ -1,8 +1,8 @@
 /* Finding NaN and infinity in a tensor view: the scan behind debug mode's per-op NaN/Inf check
  * (ops/tpu_op_debug.h). A value is non-finite when its exponent bits are all ones, so the scan
  * tests bits and never does float arithmetic. */
-#ifndef TPU_NONFINITE_H
-#define TPU_NONFINITE_H
+#ifndef TPU_HOST_ENGINE_NONFINITE_H
+#define TPU_HOST_ENGINE_NONFINITE_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -2,8 +2,8 @@
  * worker, or the host thread under launch blocking) takes part, so a pool of N threads has N - 1
  * helpers. Work is cut into chunks whose boundaries depend only on the size, the grain and the
  * thread count, never on timing, so partial results can be combined in a fixed order. */
-#ifndef TPU_POOL_H
-#define TPU_POOL_H
+#ifndef TPU_HOST_ENGINE_POOL_H
+#define TPU_HOST_ENGINE_POOL_H
 
 #include <stdint.h>
 

@@ -1,8 +1,8 @@
 /* Helpers for the vectorized loops of the reduce and norm kernels: run-time ISA dispatch, and
  * branch-free forms of the scalar functions those loops need (so GCC vectorizes the loops that call
  * them) — a float16 load and an exp for float. */
-#ifndef TPU_KERNELS_SIMD_H
-#define TPU_KERNELS_SIMD_H
+#ifndef TPU_HOST_ENGINE_SIMD_H
+#define TPU_HOST_ENGINE_SIMD_H
 
 #include <math.h>
 #include <stdint.h>

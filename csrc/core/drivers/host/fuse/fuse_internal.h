@@ -1,6 +1,6 @@
 /* Private to the fused planner (fuse_plan.c) and executor (fuse_run.c): the plan. */
-#ifndef TPU_FUSE_INTERNAL_H
-#define TPU_FUSE_INTERNAL_H
+#ifndef TPU_HOST_FUSE_INTERNAL_H
+#define TPU_HOST_FUSE_INTERNAL_H
 
 #include "drivers/host/engine/engine_elementwise.h"
 #include "drivers/host/fuse/fuse.h"
@@ -79,9 +79,8 @@ struct tpu_fuse_plan {
 /* The element count of node n's output 0 (a group's nodes all have the same). */
 int64_t tpu_fuse_out_numel(const tpu_graph *graph, int n);
 
-/* Multiply-adds (output elements times K) below which a GEMM takes no epilogue: the group's
- * setup costs more than a separate step (measured on a chain of 8x8 mm and add: 11-12.5 against
- * 5-9 us per op). */
+/* Multiply-adds (output elements times K) below which a GEMM takes no epilogue: for a small GEMM
+ * the group's setup costs more than running the chain as a separate step. */
 #define FZ_EPILOGUE_MIN_WORK (1 << 20)
 
 /* True when node n is a GEMM (the matmul family's kernel) of float32 or float64, of at least

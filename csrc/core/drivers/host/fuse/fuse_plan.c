@@ -3,7 +3,6 @@
 #include <string.h>
 
 #include "drivers/host/kernels/kernels.h"
-#include "drivers/host/engine/engine_cast.h"
 #include "drivers/host/fuse/fuse_internal.h"
 #include "drivers/host/host_driver.h"
 

@@ -3,8 +3,8 @@
  * walks blocks of keys with an online softmax, the backward recomputes each block's probabilities
  * from the saved logsumexp. Private to the attention kernels: operand views, float32 staging, the
  * GEMM and row primitives the forward and backward tiles are made of, and the task runner. */
-#ifndef TPU_KERNELS_ATTENTION_INTERNAL_H
-#define TPU_KERNELS_ATTENTION_INTERNAL_H
+#ifndef TPU_HOST_KERNELS_ATTENTION_H
+#define TPU_HOST_KERNELS_ATTENTION_H
 
 #include <stdbool.h>
 #include <stddef.h>

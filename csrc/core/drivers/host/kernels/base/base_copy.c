@@ -1,28 +1,10 @@
-/* COPY: tensors[0] = src (input), tensors[1] = dst (output), equal sizes; a broadcast source has
- * stride 0. A same-dtype copy moves bytes, for every dtype. A conversion among the computable
- * dtypes has PyTorch's CPU semantics on x86 (checked against torch 2.13):
- *   - anything to bool is x != 0 (NaN is true; complex: either part); bool to a number is 0 or 1;
- *   - complex to real takes the real part; real to complex has a zero imaginary part;
- *   - float to int64 and int32 truncates toward zero, and NaN or out-of-range values give the
- *     minimum integer (x86's "integer indefinite", what cvttss2si returns); float to int8 and
- *     int16 goes through int32 (the code x86 compilers emit), to uint8 through int64 (c10's
- *     explicit rule for unsigned targets), then wraps;
- *   - integers wrap when narrowed;
- *   - float16 and bfloat16 are rounded to nearest even from float: float64 and int64 sources are
- *     first converted to float, as c10::Half and c10::BFloat16 do (so rounding can happen twice).
- * The other dtypes (uint16/32/64, float8) are only copied to their own dtype. */
+/* The COPY kernel (contract in ops/tpu_ops_base.h): one strided iterator walks source and
+ * destination; same-dtype copies move bytes, conversions run one loop per (source, destination)
+ * dtype pair, generated from per-family loads and stores so that each rule is written once. */
 #include <string.h>
 
 #include "drivers/host/kernels/kernels.h"
-#include "drivers/host/engine/engine_cast.h"
 #include "drivers/host/engine/engine_iter.h"
-
-typedef struct c64 {
-  float re, im;
-} c64;
-typedef struct c128 {
-  double re, im;
-} c128;
 
 /* The storage type of each computable dtype. */
 #define T_BOOL uint8_t
@@ -35,13 +17,13 @@ typedef struct c128 {
 #define T_BFLOAT16 uint16_t
 #define T_FLOAT32 float
 #define T_FLOAT64 double
-#define T_COMPLEX64 c64
-#define T_COMPLEX128 c128
+#define T_COMPLEX64 tpu_c64
+#define T_COMPLEX128 tpu_c128
 
 /* A load widens a stored element to its family's value type, exactly: int64_t for bool and the
- * integers, float for the 16- and 32-bit floats, double, c64 or c128. The conversions below are
- * then written once per family instead of once per dtype. A bool byte is read as a byte, so a
- * value other than 0 or 1 cannot make a _Bool trap. */
+ * integers, float for the 16- and 32-bit floats, double, tpu_c64 or tpu_c128. The conversions
+ * below are then written once per family instead of once per dtype. A bool byte is read as a
+ * byte, so a value other than 0 or 1 cannot make a _Bool trap. */
 #define LOAD_BOOL(x) ((int64_t)((x) != 0))
 #define LOAD_UINT8(x) ((int64_t)(x))
 #define LOAD_INT8(x) ((int64_t)(x))
@@ -58,16 +40,17 @@ typedef struct c128 {
 static inline int64_t re_i64(int64_t v) { return v; }
 static inline float re_f32(float v) { return v; }
 static inline double re_f64(double v) { return v; }
-static inline float re_c64(c64 v) { return v.re; }
-static inline double re_c128(c128 v) { return v.re; }
-static inline float im_c64(c64 v) { return v.im; }
-static inline double im_c128(c128 v) { return v.im; }
+static inline float re_c64(tpu_c64 v) { return v.re; }
+static inline double re_c128(tpu_c128 v) { return v.re; }
+static inline float im_c64(tpu_c64 v) { return v.im; }
+static inline double im_c128(tpu_c128 v) { return v.im; }
 static inline float im_real(double v) { return (void)v, 0.0f; }
 
 /* Real part (the value itself for a real family) and imaginary part (0 for a real family). */
 #define REAL(v)                                                                                    \
-  _Generic((v), int64_t: re_i64, float: re_f32, double: re_f64, c64: re_c64, c128: re_c128)(v)
-#define IMAG(v) _Generic((v), c64: im_c64, c128: im_c128, default: im_real)(v)
+  _Generic((v), int64_t: re_i64, float: re_f32, double: re_f64, tpu_c64: re_c64,                   \
+           tpu_c128: re_c128)(v)
+#define IMAG(v) _Generic((v), tpu_c64: im_c64, tpu_c128: im_c128, default: im_real)(v)
 
 /* Float to integer as cvttss2si/cvttsd2si do it. C leaves NaN and out-of-range conversions
  * undefined, so the range is tested before converting. */
@@ -99,8 +82,8 @@ static inline int32_t i32_of_f64(double x) {
 #define TO_BFLOAT16(v) tpu_f32_to_bf16((float)REAL(v))
 #define TO_FLOAT32(v) ((float)REAL(v))
 #define TO_FLOAT64(v) ((double)REAL(v))
-#define TO_COMPLEX64(v) ((c64){(float)REAL(v), (float)IMAG(v)})
-#define TO_COMPLEX128(v) ((c128){(double)REAL(v), (double)IMAG(v)})
+#define TO_COMPLEX64(v) ((tpu_c64){(float)REAL(v), (float)IMAG(v)})
+#define TO_COMPLEX128(v) ((tpu_c128){(double)REAL(v), (double)IMAG(v)})
 
 /* The inner loop converting S to D: operand 0 is the destination, operand 1 the source. Elements
  * move through memcpy, so no alignment is assumed, and the dense case is a separate call with
@@ -188,15 +171,6 @@ static tpu_loop_fn copy_bytes_loop(size_t elsize) {
   }
 }
 
-static bool same_sizes(const tpu_tensor *a, const tpu_tensor *b) {
-  if (a->ndim != b->ndim)
-    return false;
-  for (int d = 0; d < a->ndim; d++)
-    if (a->sizes[d] != b->sizes[d])
-      return false;
-  return true;
-}
-
 /* True when both operands name the same elements: copying would change nothing, and the byte
  * loops' memcpy may not be given overlapping memory. */
 static bool same_memory(const tpu_iter *it) {
@@ -210,7 +184,7 @@ static bool same_memory(const tpu_iter *it) {
 
 tpu_status tpu_kernel_copy(const tpu_op_call *call) {
   const tpu_tensor *src = &call->tensors[0], *dst = &call->tensors[1];
-  if (!same_sizes(src, dst))
+  if (!tpu_tensor_same_sizes(src, dst))
     return tpu_error(TPU_ERR_VALUE, "copy: source and destination sizes differ");
   tpu_loop_fn loop;
   if (src->dtype == dst->dtype) {

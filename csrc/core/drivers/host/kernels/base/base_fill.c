@@ -1,9 +1,6 @@
-/* FILL: tensors[0] = output. The value is scalars[0].f for floating and complex dtypes
- * (scalars[1].f is the imaginary part) and scalars[0].i for bool and integer dtypes, uint16/32/64
- * included.
- * Range checks ("value cannot be converted to type int8_t without overflow") are the caller's;
- * here integers wrap, bool is i != 0, and floats round as a copy from float64 does (float16 and
- * bfloat16 through float, as c10 does). float8 dtypes are not filled. */
+/* The FILL kernel (contract in ops/tpu_ops_base.h): the value is encoded once as one element of
+ * the output dtype, then copied into every element; a value whose bytes are all equal fills
+ * dense runs with memset. */
 #include <string.h>
 
 #include "drivers/host/kernels/kernels.h"

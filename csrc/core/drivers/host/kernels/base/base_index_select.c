@@ -1,13 +1,7 @@
-/* INDEX_SELECT: tensors[0] = self, tensors[1] = index (int32 or int64, 0-d or 1-d), tensors[2] =
- * output, sized by the caller: self's sizes with dimension scalars[0].i (negative counts from the
- * end) replaced by the index's length. Any dtype: elements move as bytes. A 0-d self (and its 0-d
- * output) acts as one dimension of size 1, as in PyTorch. Every index is checked before anything
- * is written; one outside [0, size) is an IndexError (negative indices do not wrap, as on PyTorch
- * CPU).
- *
- * One iterator walks the output; self enters it with stride 0 along the selected dimension and the
- * index with stride 0 along every other one, so the inner loop gathers out[i] = self[i] displaced
- * by index[i] slices: memcpy-speed for whole slices (embedding rows), and any layout works. */
+/* The INDEX_SELECT kernel (contract in ops/tpu_ops_base.h). One iterator walks the output; self
+ * enters it with stride 0 along the selected dimension and the index with stride 0 along every
+ * other one, so the inner loop gathers out[i] = self[i] displaced by index[i] slices: memcpy-speed
+ * for whole slices (embedding rows), and any layout works. */
 #include <string.h>
 
 #include "drivers/host/kernels/index/index_util.h"

@@ -1,23 +1,8 @@
-/* Random fills, tensors[0] = output:
- *   UNIFORM: scalars [0].f from, [1].f to, [2].u seed, [3].u offset; float16/bfloat16/float32/64.
- *   NORMAL:  scalars [0].f mean, [1].f std, [2].u seed, [3].u offset; the same dtypes.
- *   RANDOM:  scalars [0].i from, [1].u range (0 means all 2^64 values), [2].u seed, [3].u offset;
- *            value from + bits % range (the caller picks from and range as random_ does, e.g.
- *            [0, 2^24] for float32); bool, integer (uint16/32/64 too) and floating dtypes.
- *
- * Every element's value is a pure function of (seed, offset, its row-major logical index in the
- * output view), never of strides, chunking or threads. The stream is a sequence of 32-bit words:
- * word w is output w % 4 of Philox4x32-10 with counter (w / 4 low, high, offset low, high) and key
- * (seed low, high). An element takes one word (float-class dtypes; RANDOM with range <= 2^32), so
- * one Philox call serves 4 elements, or two consecutive words (float64; larger ranges), 2 elements
- * per call. The offset fills the counter's high half, so calls whose offsets differ never share a
- * counter: advancing the offset by one per call is enough. Box-Muller turns the uniforms of
- * elements 2p and 2p+1 into their normals r cos(t) and r sin(t).
- *
- * UNIFORM values lie in [from, to), computed as PyTorch 2.13's CPU kernel does: u * (to - from) +
- * from in float (float64 for float64; float16 and bfloat16 from 24-bit uniforms too), rounded once
- * to the dtype, and a value that rounds up to `to` (rounded to the dtype) becomes `from` (rounded
- * to the dtype). */
+/* The random fills UNIFORM, NORMAL and RANDOM (contract and stream in ops/tpu_ops_base.h). One
+ * iterator walks the output in logical order, split over the pool; each run computes its
+ * elements' words from their logical indices in chunks, so one Philox call serves 4 elements of
+ * one word each, or 2 of two words, and no chunking or thread count changes a value. NORMAL makes
+ * whole Box-Muller pairs and keeps the wanted ones. */
 #include <math.h>
 #include <string.h>
 
@@ -31,36 +16,15 @@
 #define TWO_PI 6.283185307179586476925286766559
 
 typedef struct rng {
-  uint32_t key[2];
-  uint32_t offset[2];
+  tpu_philox_stream stream;
   tpu_dtype dtype;
   tpu_scalar a, b; /* from and to, mean and std, or from and range */
 } rng;
 
-/* Words [first, first + n) of the stream. */
-static void philox_words(const rng *r, uint64_t first, int64_t n, uint32_t *out) {
-  uint64_t block = first / 4;
-  int skip = (int)(first % 4);
-  for (int64_t i = 0; i < n; block++, skip = 0) {
-    uint32_t ctr[4] = {(uint32_t)block, (uint32_t)(block >> 32), r->offset[0], r->offset[1]};
-    uint32_t words[4];
-    tpu_philox4x32_10(ctr, r->key, words);
-    for (int j = skip; j < 4 && i < n; j++)
-      out[i++] = words[j];
-  }
-}
-
 /* Uniforms in [0, 1) of elements [first, first + n), n <= CHUNK + 2. */
-static void uniforms_f32(const rng *r, int64_t first, int64_t n, float *u) {
-  uint32_t w[CHUNK + 2];
-  philox_words(r, (uint64_t)first, n, w);
-  for (int64_t i = 0; i < n; i++)
-    u[i] = tpu_philox_uniform_f32(w[i]);
-}
-
 static void uniforms_f64(const rng *r, int64_t first, int64_t n, double *u) {
   uint32_t w[2 * (CHUNK + 2)];
-  philox_words(r, 2 * (uint64_t)first, 2 * n, w);
+  tpu_philox_words(&r->stream, 2 * (uint64_t)first, 2 * n, w);
   for (int64_t i = 0; i < n; i++)
     u[i] = tpu_philox_uniform_f64(w[2 * i], w[2 * i + 1]);
 }
@@ -70,7 +34,7 @@ static void uniforms_f64(const rng *r, int64_t first, int64_t n, double *u) {
 static void normals_f32(const rng *r, int64_t first, int64_t n, float *z) {
   int64_t lo = first & ~(int64_t)1, hi = (first + n + 1) & ~(int64_t)1;
   float u[CHUNK + 2];
-  uniforms_f32(r, lo, hi - lo, u);
+  tpu_philox_uniforms_f32(&r->stream, (uint64_t)lo, hi - lo, u);
   for (int64_t i = 0; i < hi - lo; i += 2) {
     float radius = sqrtf(-2.0f * logf(1.0f - u[i]));
     float theta = (float)TWO_PI * u[i + 1];
@@ -136,7 +100,7 @@ static void uniform_loop(char **data, const int64_t *strides, int64_t n, int64_t
     } else {
       float v[CHUNK], from = (float)r->a.f, to = (float)r->b.f;
       float from_rounded = round_to(r->dtype, from), to_rounded = round_to(r->dtype, to);
-      uniforms_f32(r, index + done, m, v);
+      tpu_philox_uniforms_f32(&r->stream, (uint64_t)(index + done), m, v);
       for (int64_t i = 0; i < m; i++) {
         v[i] = round_to(r->dtype, v[i] * (to - from) + from);
         v[i] = v[i] == to_rounded ? from_rounded : v[i];
@@ -172,11 +136,11 @@ static void random_values(const rng *r, int64_t first, int64_t n, uint64_t *v) {
   uint64_t from = r->a.u, range = r->b.u;
   uint32_t w[2 * CHUNK];
   if (range != 0 && range <= (UINT64_C(1) << 32)) {
-    philox_words(r, (uint64_t)first, n, w);
+    tpu_philox_words(&r->stream, (uint64_t)first, n, w);
     for (int64_t i = 0; i < n; i++)
       v[i] = from + w[i] % range;
   } else {
-    philox_words(r, 2 * (uint64_t)first, 2 * n, w);
+    tpu_philox_words(&r->stream, 2 * (uint64_t)first, 2 * n, w);
     for (int64_t i = 0; i < n; i++) {
       uint64_t bits = (uint64_t)w[2 * i + 1] << 32 | w[2 * i];
       v[i] = from + (range ? bits % range : bits);
@@ -227,8 +191,7 @@ static tpu_status run(const tpu_op_call *call, tpu_loop_indexed_fn loop, bool dt
                      tpu_op_name(call->op), tpu_dtype_name(out->dtype));
   uint64_t seed = call->scalars[2].u, offset = call->scalars[3].u;
   rng r = {
-      .key = {(uint32_t)seed, (uint32_t)(seed >> 32)},
-      .offset = {(uint32_t)offset, (uint32_t)(offset >> 32)},
+      .stream = tpu_philox_stream_of(seed, offset),
       .dtype = out->dtype,
       .a = call->scalars[0],
       .b = call->scalars[1],

@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "drivers/host/kernels/conv/conv.h"
-#include "drivers/host/kernels/conv/conv_run.h"
 #include "drivers/host/kernels/index/index_util.h"
 #include "drivers/host/kernels/kernels.h"
 #include "drivers/host/engine/engine_pool.h"

@@ -1,6 +1,7 @@
-/* Private to the convolution kernels (kernels_conv*.c): the geometry of one convolution and the
- * pieces its three GEMM-based ops share. A convolution x [N, G * Cg, in...] -> y [N, G * Kg,
- * out...] with w [G * Kg, Cg, ker...] is, per image n and group g, the GEMM
+/* Private to the conv family's kernels (kernels/conv/): the geometry of one convolution, the
+ * pieces its three GEMM-based ops share, and the strided conversion runs every kernel of the
+ * family uses. A convolution x [N, G * Cg, in...] -> y [N, G * Kg, out...] with
+ * w [G * Kg, Cg, ker...] is, per image n and group g, the GEMM
  *   y[n, g] (Kg x P) = W[g] (Kg x R) @ col (R x P),
  * where P is the number of output pixels, R = Cg * kernel volume, and col (im2col) holds, for
  * every output pixel, the input values its window covers (0 in the padding). The kernels cut P
@@ -11,8 +12,8 @@
  * Two column layouts: channel-major (col[r][p], r = c * kk + kpos, for inputs whose pixels are
  * dense: NCHW) and channel-minor (col[p][r], r = kpos * Cg + c, for channels-last inputs). The
  * GEMMs take either through their operands' strides. */
-#ifndef TPU_KERNELS_CONV_H
-#define TPU_KERNELS_CONV_H
+#ifndef TPU_HOST_KERNELS_CONV_H
+#define TPU_HOST_KERNELS_CONV_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -106,5 +107,35 @@ static inline conv_mat tpu_conv_t(conv_mat m) {
   conv_mat t = {m.data, m.cs, m.rs};
   return t;
 }
+
+/* ---- Strided runs converted between a floating dtype (float16, bfloat16, float32, float64) and
+ * its accumulation type (float, or double for float64), in conv_run.c. The dtype switch sits
+ * outside each loop so the loops vectorize. ---- */
+
+/* The accumulation type of a floating dtype. */
+static inline tpu_dtype tpu_conv_acc(tpu_dtype d) {
+  return d == TPU_FLOAT64 ? TPU_FLOAT64 : TPU_FLOAT32;
+}
+
+/* dst[i] = src[i * stride] (stride in elements of d) for i < n; dst is of the accumulation type. */
+void tpu_conv_load_run(void *dst, const char *src, int64_t stride, int64_t n, tpu_dtype d);
+
+/* dst[i * dstride] = round(src[i * sstride] + bias[i * bstride]) for i < n; src and bias (NULL:
+ * none) are of the accumulation type. */
+void tpu_conv_store_run(char *dst, int64_t dstride, const void *src, int64_t sstride, int64_t n,
+                        tpu_dtype d, const void *bias, int64_t bstride);
+
+/* dst[i * dstride] += src[i] for i < n, both of the accumulation type `acc`. */
+void tpu_conv_add_run(void *dst, int64_t dstride, const void *src, int64_t n, tpu_dtype acc);
+
+/* dst[i * stride] = src[i] rounded to d (through float for the 16-bit types), for i < n. */
+void tpu_conv_store_double_run(char *dst, int64_t stride, const double *src, int64_t n,
+                               tpu_dtype d);
+
+/* The sum of src[i * stride] for i < n, in double. */
+double tpu_conv_sum_run(const char *src, int64_t stride, int64_t n, tpu_dtype d);
+
+/* Zeroes n elements of the accumulation type `acc`. */
+void tpu_conv_zero_run(void *dst, int64_t n, tpu_dtype acc);
 
 #endif

@@ -3,7 +3,6 @@
 #include <stdlib.h>
 
 #include "drivers/host/kernels/conv/conv.h"
-#include "drivers/host/kernels/conv/conv_run.h"
 #include "drivers/host/kernels/kernels.h"
 
 /* Bytes of one tile's columns: a quarter of a Zen 4 core's L2, so the columns, the tile and the

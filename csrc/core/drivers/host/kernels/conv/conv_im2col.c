@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "drivers/host/kernels/conv/conv.h"
-#include "drivers/host/kernels/conv/conv_run.h"
 
 static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 

@@ -1,14 +1,13 @@
-/* Pooling, forward and backward (ops/tpu_ops_conv.h): max (with indices), average and their
- * adaptive forms over 1 to 3 spatial dims, with PyTorch CPU's windows, divisors and NaN rule (a
- * NaN always wins a max). One unit is one (n, c) plane; backward passes accumulate a plane in
- * double and round it once, so overlapping windows add up the same way on any thread count. */
+/* The POOL and POOL_BACKWARD kernels (contract in ops/tpu_ops_conv.h): max (with indices),
+ * average and their adaptive forms. One unit is one (n, c) plane; backward passes accumulate a
+ * plane in double and round it once, so overlapping windows add up the same way on any thread
+ * count. */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "drivers/host/kernels/conv/conv.h"
-#include "drivers/host/kernels/conv/conv_run.h"
 #include "drivers/host/kernels/index/index_util.h"
 #include "drivers/host/kernels/kernels.h"
 #include "drivers/host/engine/engine_pool.h"
@@ -240,11 +239,8 @@ static tpu_status pool_setup(pool_job *j, const tpu_op_call *call, const tpu_ten
       y->sizes[1] != x->sizes[1] || (is_max(j) != (idx != NULL)) || j->divisor < 0)
     return tpu_error(TPU_ERR_VALUE, "%s: malformed call", op);
   if (idx) {
-    if (idx->dtype != TPU_INT64 || idx->ndim != nd)
+    if (idx->dtype != TPU_INT64 || !tpu_tensor_same_sizes(idx, y))
       return tpu_error(TPU_ERR_VALUE, "%s: indices must be int64 of the output's shape", op);
-    for (int d = 0; d < nd; d++)
-      if (idx->sizes[d] != y->sizes[d])
-        return tpu_error(TPU_ERR_VALUE, "%s: indices must be int64 of the output's shape", op);
     j->idx = tpu_conv_view(idx);
   }
   j->x = tpu_conv_view(x);

@@ -1,10 +1,9 @@
-/* The fused LSTM and GRU cells, forward and backward (ops/tpu_ops_conv.h), with the workspace
- * layouts of PyTorch's CUDA kernels, which the backward ops and autograd rely on. Each element
- * computes in double and rounds once into its output; a bias gradient is the column sum of the
- * (rounded) gate gradients, summed in double per column in row order. */
+/* The fused LSTM and GRU cells, forward and backward (contract in ops/tpu_ops_conv.h). Each
+ * element computes in double and rounds once into its output; a bias gradient is summed in double
+ * per column in row order. */
 #include <math.h>
 
-#include "drivers/host/kernels/conv/conv_run.h"
+#include "drivers/host/kernels/conv/conv.h"
 #include "drivers/host/kernels/index/index_util.h"
 #include "drivers/host/kernels/kernels.h"
 #include "drivers/host/engine/engine_pool.h"

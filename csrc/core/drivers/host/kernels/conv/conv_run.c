@@ -1,5 +1,5 @@
-/* Strided conversion runs between the floating dtypes and their accumulation types. */
-#include "drivers/host/kernels/conv/conv_run.h"
+/* Strided conversion runs between the floating dtypes and their accumulation types (conv.h). */
+#include "drivers/host/kernels/conv/conv.h"
 
 #include <string.h>
 

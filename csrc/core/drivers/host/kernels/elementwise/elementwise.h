@@ -7,8 +7,8 @@
  * for AVX-512, AVX2+FMA and baseline x86-64, picked at load time (GCC's target_clones), so plain C
  * loops vectorize for the machine. Loops carry no restrict: an output may be the very memory of an
  * input, and GCC's alias checks keep the vector path for that exact overlap. */
-#ifndef TPU_KERNELS_ELEMENTWISE_H
-#define TPU_KERNELS_ELEMENTWISE_H
+#ifndef TPU_HOST_KERNELS_ELEMENTWISE_H
+#define TPU_HOST_KERNELS_ELEMENTWISE_H
 
 #include <stdint.h>
 #include <string.h>

@@ -1,14 +1,6 @@
-/* Binary elementwise ops: arithmetic, comparisons, logical and bitwise ops, minimum/maximum.
- * Inputs a, b; each op's semantics follow PyTorch CPU's kernel (BinaryOpsKernel.cpp), including
- * integer wrap-around and division by zero (an error for integers, IEEE results for floats).
- *
- *   ADD        a + s0 * b (s0: alpha; sub and rsub pass -alpha). Floats use one fused multiply-add
- *              as PyTorch's vectorized kernel does; bool is a || (alpha && b).
- *   MUL, DIV   a * b, a / b (DIV only for floats: true division promotes integers).
- *   DIV_TRUNC, DIV_FLOOR, REMAINDER, FMOD: rounding divisions and Python's/C's remainders.
- *   ATAN2, COPYSIGN, POW (tensor exponent), MAXIMUM, MINIMUM (NaN propagates).
- *   EQ, NE, LT, LE, GT, GE, LOGICAL_AND, LOGICAL_OR, LOGICAL_XOR: bool results.
- *   BITWISE_AND, BITWISE_OR, BITWISE_XOR: integers and bool. */
+/* The binary elementwise kernels (contract in ops/tpu_ops_elementwise.h): one inner loop per loop
+ * dtype, generated from one expression per dtype family (elementwise.h). Integer division has no
+ * SIMD form, so it is plain functions; they flag a division by zero, which the engine raises. */
 #include "drivers/host/kernels/elementwise/elementwise.h"
 
 

@@ -1,21 +1,6 @@
-/* Activations and their backward ops, clamps, where, lerp, addcmul and addcdiv; semantics and
- * operation order of PyTorch CPU's Activation.cpp, TensorCompare.cpp, Lerp.h and PointwiseOps.
- * Backward ops take the incoming gradient first.
- *
- *   CLAMP (s0 min, s1 max), CLAMP_MIN (s0), CLAMP_MAX (s0): NaN passes through.
- *   CLAMP_TENSOR (x, min, max): a NaN bound gives NaN.
- *   THRESHOLD (x, other; s0 threshold, s1 value): x <= threshold ? value : other.
- *   GELU, GELU_TANH, SILU, MISH, HARDSWISH, HARDSIGMOID (x).
- *   GELU_BACKWARD, GELU_TANH_BACKWARD, SILU_BACKWARD, MISH_BACKWARD, HARDSWISH_BACKWARD,
- *   HARDSIGMOID_BACKWARD (grad, x).
- *   SIGMOID_BACKWARD, TANH_BACKWARD (grad, output).
- *   SOFTPLUS (x; s0 beta, s1 threshold), SOFTPLUS_BACKWARD (grad, x; same).
- *   ELU (x; s0 alpha, s1 scale, s2 input_scale), ELU_BACKWARD (grad, x or result; same, and s3
- *   nonzero when given the result).
- *   LEAKY_RELU (x; s0 slope), LEAKY_RELU_BACKWARD (x, grad; s0): ATen's iterator order.
- *   HARDTANH_BACKWARD (grad, x; s0 min, s1 max). LOGIT_BACKWARD (grad, x; s0 eps or -1).
- *   WHERE (cond, a, b): cond is bool. LERP (start, end, weight), LERP_SCALAR (start, end; s0
- *   weight). ADDCMUL, ADDCDIV (self, t1, t2; s0 value). */
+/* The activation, clamp, where, lerp, addcmul and addcdiv kernels (contract in
+ * ops/tpu_ops_elementwise.h): one inner loop per loop dtype, generated from one expression per
+ * dtype family (elementwise.h), each in PyTorch CPU's order of operations. */
 #include "drivers/host/kernels/elementwise/elementwise.h"
 
 #define FLOAT_OP(gen, op, kernel, expr)                                                            \

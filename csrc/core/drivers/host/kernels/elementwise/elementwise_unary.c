@@ -1,15 +1,6 @@
-/* Unary elementwise ops: input a; semantics of PyTorch CPU's UnaryOpsKernel.cpp.
- *
- *   NEG, ABS, SIGN, SQRT, RSQRT, RECIPROCAL, EXP, EXP2, EXPM1, LOG, LOG2, LOG10, LOG1P, SIN, COS,
- *   TAN, TANH, SINH, COSH, ASIN, ACOS, ATAN, ERF, ERFC, SIGMOID: floats (neg, abs, sign also for
- *   integers; sign for bool). Integer inputs of the float-only ops were promoted by the caller.
- *   FLOOR, CEIL, ROUND (half to even), TRUNC: floats; integers pass through.
- *   FRAC: a - trunc(a). ERFINV. LOGIT: s0 = eps, negative for none.
- *   ROUND_DECIMALS: s0 = 10^|decimals|, s1 != 0 when decimals < 0.
- *   POW_SCALAR: a ^ s0, with PyTorch's exact forms for the exponents 2, 3, 0.5, -0.5, -1, -2.
- *   BITWISE_NOT (integers, bool), LOGICAL_NOT (bool out).
- *   ISNAN, ISINF, ISPOSINF, ISNEGINF, ISFINITE: bool out, every dtype.
- *   NAN_TO_NUM: NaN, +inf and -inf replaced by s0, s1, s2 (floats only, as on CPU). */
+/* The unary elementwise kernels (contract in ops/tpu_ops_elementwise.h): one inner loop per loop
+ * dtype, generated from one expression per dtype family (elementwise.h); exp, log, tanh and erf
+ * of float take elementwise.h's branch-free forms so that the loops vectorize. */
 #include "drivers/host/kernels/elementwise/elementwise.h"
 
 #define FLOAT_UNARY(op, kernel, expr)                                                              \

@@ -1,27 +1,10 @@
-/* Advanced indexing: x[i1, i2, ...] and its writing form, x[i1, i2, ...] = v (index_put_).
- *
- * The caller lays the problem out as PyTorch's AdvancedIndex does (indexed dimensions adjacent,
- * masks already turned into int64 indices, index tensors broadcast together): the result has
- * sizes B + I + A, where the k index tensors all have sizes I, B are the nb dimensions before the
- * indexed ones and A the rest.
- *
- * INDEX: tensors[0] = src: self restrided to B + I + A, stride 0 across I;
- *   [1 .. k] = the index tensors (int64 or int32, sizes I);
- *   [k+1 .. 2k] = for each index tensor, a 1-d view of self's buffer along its indexed dimension:
- *   its size bounds the index and its stride scales it;
- *   outputs [2k+1] = offsets, int64 scratch with sizes I, contiguous; [2k+2] = out, B + I + A.
- *   scalars[0].i = nb.
- * INDEX_PUT: tensors[0] = values, broadcast to B + I + A; [1 .. 2k] as for INDEX; outputs
- *   [2k+1] = offsets; [2k+2] = self restrided to B + I + A (stride 0 across I), written in place.
- *   scalars[0].i = nb, [1].i = accumulate.
+/* The INDEX and INDEX_PUT kernels (contract in ops/tpu_ops_index.h).
  *
  * Pass 1 turns the indices into one byte offset per position of I, wrapping negative indices
- * once; an index outside [-size, size) is an IndexError and, for INDEX_PUT, nothing is written.
- * Pass 2 gathers (INDEX, in parallel over everything) or scatters (INDEX_PUT): the positions
- * that may hit the same element of self differ only in their I coordinates, so the B and A
- * coordinates are split over threads and each walks all of I in row-major order. Duplicate
- * indices therefore accumulate in a fixed order, and without accumulate the last one in
- * row-major order wins, whatever the thread count. */
+ * once, and finds any index out of range before anything is written. Pass 2 gathers (INDEX, in
+ * parallel over everything) or scatters (INDEX_PUT): the positions that may hit the same element
+ * of self differ only in their I coordinates, so the B and A coordinates are split over threads
+ * and each walks all of I in row-major order, the contract's order on any thread count. */
 #include <stdatomic.h>
 
 #include "drivers/host/kernels/index/index_util.h"
@@ -62,10 +45,8 @@ static tpu_status compute_offsets(const tpu_op_call *call, int k, int64_t elsize
     const tpu_tensor *index = &call->tensors[1 + j], *along = &call->tensors[1 + k + j];
     if (!tpu_index_dtype_ok(index->dtype) || index->ndim != offsets->ndim || along->ndim != 1)
       return tpu_error(TPU_ERR_VALUE, "%s: malformed index %d", tpu_op_name(call->op), j);
-    for (int d = 0; d < index->ndim; d++)
-      if (index->sizes[d] != offsets->sizes[d])
-        return tpu_error(TPU_ERR_VALUE, "%s: index %d has the wrong sizes", tpu_op_name(call->op),
-                         j);
+    if (!tpu_tensor_same_sizes(index, offsets))
+      return tpu_error(TPU_ERR_VALUE, "%s: index %d has the wrong sizes", tpu_op_name(call->op), j);
     offsets_ctx o = {.size = along->sizes[0],
                      .stride = along->sizes[0] == 1 ? 0 : along->strides[0] * elsize,
                      .index_size = (int64_t)tpu_dtype_size(index->dtype),
@@ -143,15 +124,6 @@ INDEX_LOOP(4)
 INDEX_LOOP(8)
 INDEX_LOOP(16)
 
-static bool same_sizes(const tpu_tensor *a, const tpu_tensor *b) {
-  if (a->ndim != b->ndim)
-    return false;
-  for (int d = 0; d < a->ndim; d++)
-    if (a->sizes[d] != b->sizes[d])
-      return false;
-  return true;
-}
-
 tpu_status tpu_kernel_index(const tpu_op_call *call) {
   const tpu_tensor *src = &call->tensors[0];
   const tpu_tensor *offsets = &call->tensors[call->n_inputs];
@@ -160,7 +132,7 @@ tpu_status tpu_kernel_index(const tpu_op_call *call) {
   tpu_status st = check_layout(call, out, &k, &nb, &ni);
   if (st != TPU_OK)
     return st;
-  if (!same_sizes(src, out) || src->dtype != out->dtype)
+  if (!tpu_tensor_same_sizes(src, out) || src->dtype != out->dtype)
     return tpu_error(TPU_ERR_VALUE, "index: src and out differ");
   int64_t elsize = (int64_t)tpu_dtype_size(out->dtype);
   st = compute_offsets(call, k, elsize, offsets);
@@ -221,7 +193,7 @@ tpu_status tpu_kernel_index_put(const tpu_op_call *call) {
   tpu_status st = check_layout(call, self, &k, &nb, &ni);
   if (st != TPU_OK)
     return st;
-  if (!same_sizes(values, self) || values->dtype != self->dtype)
+  if (!tpu_tensor_same_sizes(values, self) || values->dtype != self->dtype)
     return tpu_error(TPU_ERR_VALUE, "index_put_: values and self differ");
   tpu_accum_fn fn = tpu_accum_loop(self->dtype, call->scalars[1].i ? TPU_ACCUM_ADD
                                                                    : TPU_ACCUM_ASSIGN);

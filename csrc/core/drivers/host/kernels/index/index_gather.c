@@ -1,26 +1,9 @@
-/* Gathers and scatters along one dimension.
- *
- * GATHER: tensors[0] = self, [1] = index (int64 or int32), [2] = out (index's sizes, self's
- *   dtype); scalars[0].i = dim. out[p] = self[p with coordinate dim replaced by index[p]].
- *
- * SCATTER, INDEX_ADD, INDEX_COPY, INDEX_FILL (one kernel; the op names the ATen op in errors):
- *   tensors[0] = index (int64 or int32), [1] = src (self's dtype), [2] = self, the output,
- *   updated in place; scalars[0].i = dim, [1].i = a tpu_accum, [2].f, [3].f, [4].i = the alpha
- *   of TPU_ACCUM_ADD (see tpu_accum_alpha). For every position p of index:
- *   self[p with coordinate dim replaced by index[p]] op= src[p]. index_add, index_copy and
- *   index_fill come as scatters whose index has stride 0 outside dim; a scalar source comes as a
- *   src view with every stride 0.
- *
- * All tensors have the same rank, at least 1 (callers pass 0-d tensors as 1-d of size 1), with
- * index.size(d) <= self.size(d) for d != dim and, for a scatter, index.size(d) <= src.size(d):
- * checked here, so views never reach outside their tensors. An index outside [0, self.size(dim))
- * is an IndexError; negative indices do not wrap, as on PyTorch CPU. A scatter checks every index
- * before writing anything.
- *
- * Determinism: the positions that can hit the same element of self differ only in their dim
- * coordinate. A scatter iterates over the other coordinates in parallel and, for each, walks dim
- * in increasing order on one thread, so duplicate indices combine in a fixed order (the last
- * write wins for assignments) whatever the thread count. */
+/* The GATHER and scatter kernels (contract in ops/tpu_ops_index.h). The views' sizes are checked
+ * here, so they never reach outside their tensors, and a scatter checks every index before
+ * writing anything. The positions that can hit the same element of self differ only in their dim
+ * coordinate: a scatter iterates over the other coordinates in parallel and, for each, walks dim
+ * in increasing order on one thread, which gives the contract's fixed order on any thread
+ * count. */
 #include <stdatomic.h>
 
 #include "drivers/host/kernels/index/index_util.h"

@@ -1,19 +1,7 @@
-/* Ops driven by which elements are nonzero, in row-major (logical) order.
- *
- * NONZERO_COUNT: tensors[0] = self (any computable dtype), [1] = count (int64, 0-d; may be host
- *   memory, so the caller can read it after a synchronous launch).
- * NONZERO: tensors[0] = self, [1] = out, int64 [n, self.ndim] with any strides: the coordinates
- *   of the nonzero elements, in row-major order; n must equal their number.
- * MASKED_SELECT: tensors[0] = self, [1] = mask (bool or uint8, self's sizes), [2] = out, 1-d of
- *   the number of nonzero mask elements: self's elements where mask is set, in row-major order.
- * MASKED_SCATTER: tensors[0] = mask (self's sizes), [1] = source (contiguous, any sizes),
- *   [2] = self, updated in place: the i-th set element of mask (row-major) takes source's
- *   element i; a source with too few elements is an error and leaves self unchanged.
- *
- * A value is nonzero as in PyTorch: NaN counts, -0.0 does not, complex either part. The work is
- * cut into fixed chunks: a first pass counts each chunk's nonzero elements, a prefix sum gives
- * each chunk's first output position, and a second pass writes, so threads never share an
- * output element and the result does not depend on the thread count. */
+/* The kernels of the ops driven by nonzero elements (contract in ops/tpu_ops_index.h). The work
+ * is cut into fixed chunks: a first pass counts each chunk's nonzero elements, a prefix sum gives
+ * each chunk's first output position, and a second pass writes, so threads never share an output
+ * element and the result does not depend on the thread count. */
 #include <stdlib.h>
 
 #include "drivers/host/kernels/index/index_util.h"
@@ -124,10 +112,9 @@ static void scan_run(scan *s, tpu_chunk_fn fn) {
 
 static tpu_status check_same_sizes(const tpu_op_call *call, const tpu_tensor *a,
                                    const tpu_tensor *b) {
-  bool same = a->ndim == b->ndim;
-  for (int d = 0; same && d < a->ndim; d++)
-    same = a->sizes[d] == b->sizes[d];
-  return same ? TPU_OK : tpu_error(TPU_ERR_VALUE, "%s: sizes differ", tpu_op_name(call->op));
+  if (!tpu_tensor_same_sizes(a, b))
+    return tpu_error(TPU_ERR_VALUE, "%s: sizes differ", tpu_op_name(call->op));
+  return TPU_OK;
 }
 
 static tpu_status check_mask(const tpu_op_call *call, const tpu_tensor *mask) {

@@ -1,13 +1,5 @@
-/* Shape and creation kernels that are not plain copies.
- *
- * TRILU: tensors[0] = self, [1] = out (self's sizes and dtype, at least 2-d; may be self's own
- *   memory for tril_/triu_); scalars[0].i = diagonal k, [1].i = 1 for triu, 0 for tril. Over the
- *   last two dimensions, tril keeps the elements with column - row <= k and triu those with
- *   column - row >= k; the others become zero (all-zero bytes are 0 in every dtype).
- * ARANGE: tensors[0] = out, 1-d; out[i] = start + i * step, computed as PyTorch CPU's scalar loop
- *   does: in double for float32 and float64 (scalars[0].f start, [1].f step), in float for
- *   float16 and bfloat16, in wrapping int64 for integer dtypes (scalars[2].i start, [3].i step),
- *   then converted to the dtype. */
+/* The TRILU and ARANGE kernels (contract in ops/tpu_ops_index.h). TRILU zeroes with all-zero
+ * bytes, which are 0 in every dtype. */
 #include "drivers/host/kernels/index/index_util.h"
 #include "drivers/host/kernels/kernels.h"
 #include "drivers/host/engine/engine_pool.h"

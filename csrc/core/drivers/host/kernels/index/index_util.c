@@ -4,13 +4,6 @@
 
 #include "drivers/host/engine/engine_pool.h"
 
-typedef struct c64 {
-  float re, im;
-} c64;
-typedef struct c128 {
-  double re, im;
-} c128;
-
 /* ASSIGN moves bytes: one loop per element size. */
 #define ASSIGN_LOOP(N)                                                                             \
   static void assign_##N(char *restrict d, int64_t ds, const char *restrict s, int64_t ss,         \
@@ -134,8 +127,8 @@ static void mul_bool(char *d, int64_t ds, const char *s, int64_t ss, int64_t n,
       memcpy(d + i * ds, &r, sizeof r);                                                            \
     }                                                                                              \
   }
-COMPLEX_LOOPS(c64, c64, float)
-COMPLEX_LOOPS(c128, c128, double)
+COMPLEX_LOOPS(c64, tpu_c64, float)
+COMPLEX_LOOPS(c128, tpu_c128, double)
 
 static const tpu_accum_fn add_loops[TPU_COMPLEX128 + 1] = {
     [TPU_BOOL] = add_bool,   [TPU_UINT8] = add_u8,      [TPU_INT8] = add_i8,

@@ -1,8 +1,8 @@
 /* Helpers shared by the index and nn families' host kernels: reading index values, the
  * accumulating element loops that scatter-style kernels apply along runs, splitting a scatter's
  * work over the pool, and finding the first index out of range for an error message. */
-#ifndef TPU_KERNELS_INDEX_UTIL_H
-#define TPU_KERNELS_INDEX_UTIL_H
+#ifndef TPU_HOST_KERNELS_INDEX_UTIL_H
+#define TPU_HOST_KERNELS_INDEX_UTIL_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -385,8 +385,8 @@ static void run_tiles(int64_t begin, int64_t end, int chunk, void *ctx) {
 }
 
 /* The epilogue over whole rows once every tile is done: for column tiles, whose pieces of rows
- * would each be too short to run well (measured 6-18% slower than after the GEMM). The same
- * tiles and so the same sums as without an epilogue: every mode computes bit-identical GEMMs. */
+ * would each be too short to run well. The same tiles and so the same sums as without an
+ * epilogue: every mode computes bit-identical GEMMs. */
 static void rows_epilogue(int64_t begin, int64_t end, int chunk, void *ctx) {
   const gemm_split *s = ctx;
   int64_t m = s->job->m;

@@ -6,9 +6,10 @@
  * single-threaded: the work is split over the driver's own pool); bf16 uses an AVX512-BF16 packed
  * kernel where the CPU has one; fp16, and bf16 elsewhere, are widened to fp32. Without a BLAS a
  * built-in blocked kernel computes the same results. float32 never takes a bf16 pass: it would
- * trade accuracy for at most the 2x of vdpbf16ps over fp32 FMA here. */
-#ifndef TPU_KERNELS_MATMUL_H
-#define TPU_KERNELS_MATMUL_H
+ * trade accuracy for at most the doubled multiply-adds per instruction of vdpbf16ps over fp32
+ * FMA. */
+#ifndef TPU_HOST_KERNELS_MATMUL_H
+#define TPU_HOST_KERNELS_MATMUL_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
-/* fp32 GEMM with AVX-512 FMA, for the sizes models run (K and N of a few hundred): OpenBLAS's
- * kernels reach about 45% of this machine's FMA peak there, as they pack and split each call for
- * large matrices. B is packed once, by all threads, into strips of NR columns, [k][NR]; then the
+/* fp32 GEMM with AVX-512 FMA, for the sizes models run (K and N of a few hundred), where
+ * OpenBLAS's kernels, which pack and split each call for large matrices, leave much of the FMA
+ * units idle. B is packed once, by all threads, into strips of NR columns, [k][NR]; then the
  * threads claim blocks of MC rows (and, with few rows, groups of strips), packing A one KC block at
  * a time into strips of MR rows, [k][MR]. The micro-kernel keeps an MR x NR tile in 24 of the 32
  * zmm registers, broadcasting one element of A against two zmm of B per row. K beyond one KC
@@ -24,13 +24,12 @@
 #define MC 48  /* rows per item (an A block, MC x KC floats in L2): few, so threads end together */
 
 /* Multiply-adds below which OpenBLAS is as fast or faster: packing both operands and the second
- * pass over the pool cost more than they save (measured 64x64x64: 9.4 vs 6.2 us, 128x128x128: 38
- * vs 36 us, 256x128x128: 52-61 vs 62 us, 256x128x384: 124 vs 156-179 us). */
+ * pass over the pool cost more than they save. */
 #define TPU_GEMM_F32_MIN_WORK (1 << 22)
 
 /* The most elements of B (per batch) this kernel takes: it packs all of B before it starts, which
- * stays in cache up to here; beyond, OpenBLAS's blocking runs 40-50% faster (2 threads on an
- * AVX-512 Xeon: 2048x384 @ 384x8192 252 vs 166 GF/s, 384x2048 @ 2048x1536 231 vs 165). */
+ * stays in cache up to here; beyond, OpenBLAS's blocking, which packs B a cache-sized panel at a
+ * time, is faster. */
 #define TPU_GEMM_F32_MAX_B (1 << 20)
 
 /* Atomic: set from Python's thread while the stream worker reads it. */

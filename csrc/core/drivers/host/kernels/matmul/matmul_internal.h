@@ -1,6 +1,6 @@
 /* Private to the matmul kernels: one GEMM job, cut into tiles that threads run independently. */
-#ifndef TPU_KERNELS_MATMUL_INTERNAL_H
-#define TPU_KERNELS_MATMUL_INTERNAL_H
+#ifndef TPU_HOST_KERNELS_MATMUL_INTERNAL_H
+#define TPU_HOST_KERNELS_MATMUL_INTERNAL_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -8,10 +8,11 @@
 
 #include "base/tpu_dtype.h"
 #include "base/tpu_status.h"
+#include "drivers/host/engine/engine_pool.h"
 #include "ops/tpu_op.h"
 
-/* Multiply-adds below which a GEMM runs on one thread (about 20 us on one core): waking the pool
- * would cost more than it saves. */
+/* Multiply-adds below which a GEMM runs on one thread: waking the pool would cost more than it
+ * saves. */
 #define TPU_GEMM_SERIAL_WORK (1 << 20)
 
 /* A [batch, rows, cols] operand: element (b, i, j) at data + (b * bs + i * rs + j * cs) * elsize.
@@ -49,19 +50,49 @@ typedef struct gemm_items {
 
 /* Cuts job j into items: at least four per thread where the rows allow, splitting the strips into
  * groups when rows are few. */
-void tpu_gemm_items_plan(gemm_items *it, const gemm_job *j, int64_t mc, int64_t nr);
+static inline void tpu_gemm_items_plan(gemm_items *it, const gemm_job *j, int64_t mc, int64_t nr) {
+  it->mc = mc;
+  it->nstrips = (j->n + nr - 1) / nr;
+  it->mblocks = (j->m + mc - 1) / mc;
+  int64_t outputs = j->sum_batches ? 1 : j->batch;
+  int64_t want = 4 * (int64_t)tpu_pool_threads(), have = outputs * it->mblocks;
+  it->groups = have >= want ? 1 : (want + have - 1) / have;
+  if (it->groups > it->nstrips)
+    it->groups = it->nstrips;
+  it->items = have * it->groups;
+  atomic_init(&it->next, 0);
+}
 
 /* Claims the next item: its output batch, first row and strips [s0, s1). False when none is
  * left. Safe from every thread at once. */
-bool tpu_gemm_items_claim(gemm_items *it, int64_t *bo, int64_t *ic, int64_t *s0, int64_t *s1);
+static inline bool tpu_gemm_items_claim(gemm_items *it, int64_t *bo, int64_t *ic, int64_t *s0,
+                                        int64_t *s1) {
+  int64_t item = atomic_fetch_add(&it->next, 1);
+  if (item >= it->items)
+    return false;
+  int64_t per_batch = it->mblocks * it->groups, t = item % per_batch, g = t % it->groups;
+  *bo = item / per_batch;
+  *ic = (t / it->groups) * it->mc;
+  *s0 = it->nstrips * g / it->groups;
+  *s1 = it->nstrips * (g + 1) / it->groups;
+  return true;
+}
 
 /* Threads to run the items on: one per item up to the pool's size, one for small jobs. */
-int64_t tpu_gemm_items_threads(const gemm_items *it, const gemm_job *j);
+static inline int64_t tpu_gemm_items_threads(const gemm_items *it, const gemm_job *j) {
+  double work = (double)j->batch * (double)j->m * (double)j->n * (double)j->k;
+  if (work < TPU_GEMM_SERIAL_WORK)
+    return 1;
+  int64_t threads = tpu_pool_threads();
+  return threads < it->items ? threads : it->items;
+}
 
 /* True when every item was claimed. A thread that cannot get its scratch memory claims none, so
  * after the run either all items ran or none did, and the caller can rerun the whole job on
  * another path (an in-place C is then still unwritten). */
-bool tpu_gemm_items_done(gemm_items *it);
+static inline bool tpu_gemm_items_done(gemm_items *it) {
+  return atomic_load(&it->next) >= it->items;
+}
 
 /* The AVX512-BF16 path: runs the whole bf16 job over the pool. False when the CPU lacks
  * AVX512-BF16 or memory runs out before any output is written (the caller then runs the portable

@@ -1,18 +1,6 @@
-/* Bernoulli draws and dropout, from the Philox stream of base_random.c: element i of the output
- * view (row-major) takes word i of the stream for (seed, offset), u = its low 24 bits * 2^-24,
- * the same u that uniform_ gives element i. A value depends only on (seed, offset, i), never on
- * strides, threads or the eager mode.
- *
- * BERNOULLI: tensors[0] = p (optional, floating, broadcast to out's sizes), output out (bool,
- *   integer or floating). scalars[0].f = p when there is no p tensor, [2].u seed, [3].u offset.
- *   out = u < p ? 1 : 0. A p outside [0, 1] is an error (PyTorch CPU's check).
- * DROPOUT (native_dropout in training): tensors[0] = input (floating or complex); outputs
- *   out (input's dtype) and mask (bool). scalars[0].f = the keep probability 1 - p, [1].f =
- *   scale (1 / (1 - p), 0 when p = 1), [2].u seed, [3].u offset. mask = u < 1 - p; out =
- *   (input * mask) * scale with the scale in the dtype's compute type (float for float16,
- *   bfloat16, float32), rounded once, as PyTorch CPU's input.mul(mask).mul_(scale).
- * DROPOUT_BACKWARD: tensors[0] = grad, [1] = mask (bool or uint8), output grad_input (grad's
- *   dtype); scalars[0].f = scale: grad_input = (grad * mask) * scale, the same way. */
+/* The BERNOULLI, DROPOUT and DROPOUT_BACKWARD kernels (contract in ops/tpu_ops_nn.h), on the
+ * Philox stream that base_random.c also draws from. One iterator walks the output in logical
+ * order, so each run computes its elements' words from their logical indices. */
 #include <math.h>
 #include <stdatomic.h>
 
@@ -24,7 +12,7 @@
 #define CHUNK 128
 
 typedef struct draw {
-  uint32_t key[2], offset[2];
+  tpu_philox_stream stream;
   double p, keep, scale;
   tpu_dtype out_dtype, p_dtype; /* p_dtype TPU_DTYPE_COUNT: no p tensor */
   atomic_bool bad;
@@ -32,24 +20,8 @@ typedef struct draw {
 
 static void draw_init(draw *d, const tpu_op_call *call) {
   uint64_t seed = call->scalars[2].u, offset = call->scalars[3].u;
-  d->key[0] = (uint32_t)seed;
-  d->key[1] = (uint32_t)(seed >> 32);
-  d->offset[0] = (uint32_t)offset;
-  d->offset[1] = (uint32_t)(offset >> 32);
+  d->stream = tpu_philox_stream_of(seed, offset);
   atomic_init(&d->bad, false);
-}
-
-/* Uniforms of elements [first, first + n), n <= CHUNK. */
-static void uniforms(const draw *d, int64_t first, int64_t n, float *u) {
-  uint64_t block = (uint64_t)first / 4;
-  int skip = (int)((uint64_t)first % 4);
-  for (int64_t i = 0; i < n; block++, skip = 0) {
-    uint32_t ctr[4] = {(uint32_t)block, (uint32_t)(block >> 32), d->offset[0], d->offset[1]};
-    uint32_t words[4];
-    tpu_philox4x32_10(ctr, d->key, words);
-    for (int j = skip; j < 4 && i < n; j++)
-      u[i++] = tpu_philox_uniform_f32(words[j]);
-  }
 }
 
 /* Stores 0 or 1 in a bool, integer or floating element. */
@@ -70,7 +42,7 @@ static void bernoulli_loop(char **data, const int64_t *strides, int64_t n, int64
   for (int64_t done = 0; done < n; done += CHUNK) {
     int64_t m = n - done < CHUNK ? n - done : CHUNK;
     float u[CHUNK];
-    uniforms(d, index + done, m, u);
+    tpu_philox_uniforms_f32(&d->stream, (uint64_t)(index + done), m, u);
     for (int64_t i = 0; i < m; i++) {
       double p = d->p;
       if (d->p_dtype != TPU_DTYPE_COUNT) {
@@ -149,7 +121,7 @@ static void dropout_loop(char **data, const int64_t *strides, int64_t n, int64_t
   for (int64_t done = 0; done < n; done += CHUNK) {
     int64_t m = n - done < CHUNK ? n - done : CHUNK;
     float u[CHUNK];
-    uniforms(d, index + done, m, u);
+    tpu_philox_uniforms_f32(&d->stream, (uint64_t)(index + done), m, u);
     char *mask = data[1] + done * strides[1];
     for (int64_t i = 0; i < m; i++)
       mask[i * strides[1]] = (char)((double)u[i] < d->keep);
@@ -162,20 +134,11 @@ static bool dropout_dtype(tpu_dtype dtype) {
   return tpu_dtype_is_floating(dtype) || tpu_dtype_is_complex(dtype);
 }
 
-static bool same_sizes(const tpu_tensor *a, const tpu_tensor *b) {
-  if (a->ndim != b->ndim)
-    return false;
-  for (int d = 0; d < a->ndim; d++)
-    if (a->sizes[d] != b->sizes[d])
-      return false;
-  return true;
-}
-
 tpu_status tpu_kernel_dropout(const tpu_op_call *call) {
   const tpu_tensor *input = &call->tensors[0], *out = &call->tensors[1];
   const tpu_tensor *mask = &call->tensors[2];
   if (!dropout_dtype(input->dtype) || out->dtype != input->dtype || mask->dtype != TPU_BOOL ||
-      !same_sizes(input, out) || !same_sizes(input, mask))
+      !tpu_tensor_same_sizes(input, out) || !tpu_tensor_same_sizes(input, mask))
     return tpu_error(TPU_ERR_VALUE, "native_dropout: malformed call");
   draw d;
   draw_init(&d, call);
@@ -203,8 +166,8 @@ tpu_status tpu_kernel_dropout_backward(const tpu_op_call *call) {
   const tpu_tensor *grad = &call->tensors[0], *mask = &call->tensors[1];
   const tpu_tensor *gi = &call->tensors[2];
   if (!dropout_dtype(grad->dtype) || gi->dtype != grad->dtype ||
-      (mask->dtype != TPU_BOOL && mask->dtype != TPU_UINT8) || !same_sizes(grad, gi) ||
-      !same_sizes(grad, mask))
+      (mask->dtype != TPU_BOOL && mask->dtype != TPU_UINT8) ||
+      !tpu_tensor_same_sizes(grad, gi) || !tpu_tensor_same_sizes(grad, mask))
     return tpu_error(TPU_ERR_VALUE, "native_dropout_backward: malformed call");
   draw d = {.scale = call->scalars[0].f, .out_dtype = grad->dtype};
   tpu_iter it;

@@ -1,15 +1,6 @@
-/* EMBEDDING_BACKWARD (embedding_dense_backward): tensors[0] = grad [N, D], [1] = indices [N]
- * (int64 or int32); outputs [2] = grad_weight [V, D] and, with scale_grad_by_freq, [3] = counts,
- * int64 scratch [V]. scalars[0].i = padding_idx, [1].i = scale_grad_by_freq.
- *
- * grad_weight[k] = sum over n with indices[n] == k of grad[n] (times 1 / count(k) with
- * scale_grad_by_freq); rows never indexed and the padding row are zero. An index equal to
- * padding_idx is skipped (as on PyTorch CPU); any other index outside [0, V) is an IndexError,
- * found before anything is written.
- *
- * As in PyTorch CPU, the rows of grad_weight are split over threads and every thread scans all
- * indices, adding the rows it owns in increasing n: sums do not depend on the thread count, and
- * each addition rounds to the dtype as CPU's add does. */
+/* The EMBEDDING_BACKWARD kernel (contract in ops/tpu_ops_nn.h). As in PyTorch CPU, the rows of
+ * grad_weight are split over threads and every thread scans all indices, adding the rows it owns
+ * in increasing n: sums do not depend on the thread count. */
 #include <stdatomic.h>
 
 #include "drivers/host/kernels/index/index_util.h"

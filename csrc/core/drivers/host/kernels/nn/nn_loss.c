@@ -1,26 +1,6 @@
-/* Losses. The reduction scalar uses ATen's codes: 0 none, 1 mean, 2 sum. Floating dtypes only
- * (float16, bfloat16, float32, float64).
- *
- * NLL_LOSS: tensors[0] = input [N, C, S], [1] = target [N, S] (int64 or uint8), [2] = weight [C]
- *   (optional: present when there are 3 inputs); outputs: out ([N, S] for reduction none, else
- *   0-d), total_weight (0-d). scalars[0].i = reduction, [1].i = ignore_index. Element (n, s)
- *   contributes -input[n, t, s] * weight[t] with t = target[n, s], nothing when t is
- *   ignore_index; a target outside [0, C) is an IndexError. Reduced, out is the sum (divided by
- *   total_weight for mean: the sum of the contributing weights), total_weight 0 for none.
- *   (PyTorch reduces a 1-d input even for reduction none: callers pass sum then.)
- * NLL_LOSS_BACKWARD: tensors[0] = grad_output ([N, S] for none, else 0-d), [1] = target,
- *   [2] = total_weight, [3] = weight (optional); output grad_input [N, C, S], zero except
- *   grad_input[n, t, s] = -weight[t] * g with g = grad_output[n, s] (none), grad_output
- *   (sum) or grad_output / total_weight (mean).
- * MSE_LOSS: tensors[0] = input, [1] = target (same sizes); output out (the same sizes for none,
- *   else 0-d); scalars[0].i = reduction. The loss (input - target)^2 is computed as PyTorch CPU
- *   does in the dtype (float16 and bfloat16 round the difference, then the square).
- * MSE_LOSS_BACKWARD: tensors[0] = grad_output, [1] = input, [2] = target (same sizes); output
- *   grad_input; scalars[0].f = norm (2 / numel for mean, else 2): grad_input = norm * (input -
- *   target) * grad_output, each step rounded to the dtype as on PyTorch CPU.
- *
- * Reductions accumulate in double over fixed blocks whose partial sums are added in block order,
- * so the result does not depend on the thread count, and round once at the end. */
+/* The loss kernels (contract in ops/tpu_ops_nn.h). Reductions accumulate in double over fixed
+ * blocks whose partial sums are added in block order, so the result does not depend on the
+ * thread count, and round once at the end. */
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -342,13 +322,9 @@ static void mse_blocks(int64_t begin, int64_t end, int chunk, void *arg) {
   }
 }
 
+/* True when a and b have the same dtype and sizes. */
 static bool same_shape(const tpu_tensor *a, const tpu_tensor *b) {
-  if (a->ndim != b->ndim || a->dtype != b->dtype)
-    return false;
-  for (int d = 0; d < a->ndim; d++)
-    if (a->sizes[d] != b->sizes[d])
-      return false;
-  return true;
+  return a->dtype == b->dtype && tpu_tensor_same_sizes(a, b);
 }
 
 tpu_status tpu_kernel_mse_loss(const tpu_op_call *call) {

@@ -3,8 +3,8 @@
  * per-thread workspace. Rows arrive through the reduce family's loaders and storers
  * (reduce.h), so a row of any floating dtype and stride is computed on in float or double
  * and rounded once when stored. */
-#ifndef TPU_KERNELS_NORM_H
-#define TPU_KERNELS_NORM_H
+#ifndef TPU_HOST_KERNELS_NORM_H
+#define TPU_HOST_KERNELS_NORM_H
 
 #include <stdint.h>
 

@@ -1,21 +1,6 @@
-/* Batch normalization over the channels C of a [N, C, S] view (S: the spatial elements, any
- * strides, so channels-last layouts work too). Per-channel tensors are 1-d [C]; an absent one is an
- * empty tensor. Floating dtypes; per-element math in float (double for float64), rounded once.
- *   BATCH_NORM: X, W, B -> Y, save_mean, save_invstd, running_mean, running_var (the last two are
- *     read, and updated in training); scalars[0].f = eps, [1].f = momentum, [2].i = training.
- *     Training takes the batch's mean and biased variance (the reduction engine's two-pass VAR)
- *     and moves the running statistics towards them (the variance unbiased); evaluation uses the
- *     running ones. Y = X * alpha + beta with alpha = invstd * W, beta = B - mean * alpha, as PyTorch CPU.
- *     save_mean and save_invstd receive the statistics used, and beta takes the mean as they
- *     store it (rounded to the class), so BATCH_NORM_APPLY recomputes Y bit for bit from them.
- *   BATCH_NORM_APPLY: X, W, B, mean, invstd -> Y: the forward's Y from statistics it saved (fused
- *     mode recomputes a normalized value in backward instead of keeping it, exec/tpu_remat.h).
- *   BATCH_NORM_BACKWARD: dY, X, W, mean, invstd -> dX, dW, dB; scalars[0].f = eps, [2].i =
- *     training. In evaluation `mean` and `invstd` are the running mean and variance (the invstd is
- *     derived here). With sum = sum(dY) and dot = sum(dY * (X - mean)) per channel over N * S:
- *     dW = dot * invstd, dB = sum, and dX = (dY - sum / n - (X - mean) * dot * invstd^2 / n) *
- *     invstd * W in training, dY * invstd * W in evaluation.
- * The channel sums split over the pool in fixed chunks whose partial sums add in chunk order. */
+/* The batch normalization kernels (contract in ops/tpu_ops_norm.h). Training's batch statistics
+ * come from the reduction engine's two-pass VAR. The channel sums split over the pool in fixed
+ * chunks whose partial sums add in chunk order. */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -35,12 +20,7 @@ static bool channels_ok(const tpu_tensor *t, int64_t c) {
 }
 
 static bool like_x(const tpu_tensor *u, const tpu_tensor *x) {
-  if (u->ndim != 3 || !tpu_dtype_is_floating(u->dtype))
-    return false;
-  for (int d = 0; d < 3; d++)
-    if (u->sizes[d] != x->sizes[d])
-      return false;
-  return true;
+  return u->ndim == 3 && tpu_dtype_is_floating(u->dtype) && tpu_tensor_same_sizes(u, x);
 }
 
 /* A per-channel tensor as doubles (fill when absent). */

@@ -1,17 +1,6 @@
-/* Layer and RMS normalization over the last N elements of M rows. Every row tensor is a 2-d view
- * [M, N] and every per-row statistic a 1-d view [M] (any strides); an absent weight, bias or
- * gradient is an empty tensor. scalars[0].f = eps. Floating dtypes; rows compute in float (double
- * for float64) and round once.
- *   LAYER_NORM: X, W, B -> Y, mean, rstd. rstd = 1 / sqrt(max(var, 0) + eps) with the biased
- *     variance; Y = (X * rstd - mean * rstd) * W + B, PyTorch CPU's order of operations.
- *   LAYER_NORM_BACKWARD: dY, X, mean, rstd, W -> dX, dW, dB:
- *     dX = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dY * W, xhat = (X - mean) * rstd;
- *     dW = sum over rows of dY * xhat, dB = sum of dY.
- *   RMS_NORM: X, W -> Y, rstd. rstd = 1 / sqrt(mean(X^2) + eps); Y = (X * rstd) * W.
- *   RMS_NORM_BACKWARD: dY, X, rstd, W -> dX, dW:
- *     dX = (g - xhat * sum(g * xhat) / N) * rstd with xhat = X * rstd; dW = sum of dY * xhat.
- * Rows split over the pool. The backward's weight gradients are summed per chunk of rows into
- * double partial sums that are added in chunk order, so they depend only on the thread count. */
+/* The layer and RMS normalization kernels (contract in ops/tpu_ops_norm.h). Rows split over the
+ * pool. The backward's weight gradients are summed per chunk of rows into double partial sums
+ * that are added in chunk order, so they depend only on the thread count. */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>

@@ -1,15 +1,7 @@
-/* SOFTMAX, LOG_SOFTMAX: tensors[0] = input, tensors[1] = output of the same sizes (float32 for a
- * float16 or bfloat16 input with half_to_float), scalars[0].i = the dimension.
- * SOFTMAX_BACKWARD, LOG_SOFTMAX_BACKWARD: tensors[0] = grad_output, tensors[1] = the forward's
- * output, tensors[2] = grad_input (the forward input's dtype), scalars[0].i = the dimension.
- * Floating dtypes only; 0-d tensors are one row of one element.
- *
- * Each row along the dimension is computed in float (double for float64) and rounded once, as
- * PyTorch CPU does: softmax is y = exp(x - max) * (1 / sum) and log_softmax y = (x - max) -
- * log(sum); their gradients gi = y * (g - sum(g * y)) and gi = g - exp(y) * sum(g). A row of
- * float32 in dense memory is used in place; any other row is loaded into a per-thread buffer, so
- * rows of every stride (softmax over an outer dimension) work, those of a dense last dimension
- * fastest. A row costs one read from memory: its later passes find it in cache. */
+/* The softmax kernels (contract in ops/tpu_ops_norm.h). A row of float32 in dense memory is used
+ * in place; any other row is loaded into a per-thread buffer, so rows of every stride (softmax
+ * over an outer dimension) work, those of a dense last dimension fastest. A row costs one read
+ * from memory: its later passes find it in cache. */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -115,9 +107,8 @@ static tpu_status run_softmax(const tpu_op_call *call, bool log, bool backward) 
   for (int k = 0; k < j.nops; k++) {
     if (!tpu_dtype_is_floating(t[k]->dtype) || t[k]->ndim != ndim)
       return tpu_error(TPU_ERR_TYPE, "softmax: expected floating tensors of one shape");
-    for (int d = 0; d < ndim; d++)
-      if (t[k]->sizes[d] != t[0]->sizes[d])
-        return tpu_error(TPU_ERR_VALUE, "softmax: tensor sizes differ");
+    if (!tpu_tensor_same_sizes(t[k], t[0]))
+      return tpu_error(TPU_ERR_VALUE, "softmax: tensor sizes differ");
     j.dtype[k] = t[k]->dtype;
   }
   if (tpu_tensor_numel(t[0]) == 0)

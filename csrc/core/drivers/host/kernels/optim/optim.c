@@ -1,8 +1,6 @@
-/* Fused optimizer steps and the gradient scaler's kernels (see ops/tpu_ops_optim.h). Each step
- * reads every operand once and writes it once, which is what makes fused optimizers cheap: the
- * unfused foreach form sweeps the parameters once per elementary op. Math follows PyTorch's fused
- * CPU/CUDA kernels: compute in float (double for float64 parameters), coefficients from the step
- * count in double. */
+/* The fused optimizer steps and the gradient scaler's kernels (contract in ops/tpu_ops_optim.h).
+ * Each step reads every operand once and writes it once, which is what makes fused optimizers
+ * cheap: the unfused foreach form sweeps the parameters once per elementary op. */
 #include <math.h>
 #include <string.h>
 
@@ -37,8 +35,7 @@ static tpu_status check_alike(const tpu_tensor *first, int n, const char *op) {
                      tpu_dtype_name(first->dtype));
   for (int k = 1; k < n; k++) {
     const tpu_tensor *t = &first[k];
-    if (t->dtype != first->dtype || t->ndim != first->ndim ||
-        memcmp(t->sizes, first->sizes, sizeof(int64_t) * (size_t)first->ndim) != 0)
+    if (t->dtype != first->dtype || !tpu_tensor_same_sizes(t, first))
       return tpu_error(TPU_ERR_RUNTIME,
                        "%s expects every state tensor to match its parameter's shape and dtype", op);
   }

@@ -1,8 +1,8 @@
 /* The reduction engine behind the reduce family's kernels (private to the host driver).
  *
  * A reduction reads one input and writes one or two outputs that have the input's rank, with size
- * 1 in every reduced dimension (the binding passes keepdim-shaped views). The engine splits the
- * dimensions into kept and reduced ones and works in one of two modes:
+ * 1 in every reduced dimension (ops/tpu_ops_reduce.h). The engine splits the dimensions into kept
+ * and reduced ones and works in one of two modes:
  *   - rows: the reduced elements of one output are (mostly) adjacent in memory; each output is
  *     reduced along runs of its reduced elements;
  *   - columns: the outputs are adjacent instead (a reduction over an outer dimension); a block of
@@ -16,8 +16,8 @@
  * class (float, double or int64; |x| for norms) into a small buffer, or hands the input over
  * directly when it already is in that form; an op loop then folds the values into the state. So
  * the op loops exist once per class, not once per dtype, and stay vectorizable. */
-#ifndef TPU_KERNELS_REDUCE_H
-#define TPU_KERNELS_REDUCE_H
+#ifndef TPU_HOST_KERNELS_REDUCE_H
+#define TPU_HOST_KERNELS_REDUCE_H
 
 #include <stdbool.h>
 #include <stdint.h>

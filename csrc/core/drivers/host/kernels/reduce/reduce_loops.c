@@ -89,20 +89,14 @@ static inline int64_t i64_of(double x) {
 RK_REAL_INPUTS(LOADERS)
 
 /* Complex inputs load as their magnitude (for norms and nonzero counts). */
-typedef struct c64 {
-  float re, im;
-} c64;
-typedef struct c128 {
-  double re, im;
-} c128;
 #define ABS_C64_F(z) hypotf((z).re, (z).im)
 #define ABS_C64_D(z) ((double)hypotf((z).re, (z).im))
 #define ABS_C128_F(z) ((float)hypot((z).re, (z).im))
 #define ABS_C128_D(z) hypot((z).re, (z).im)
-LOADER(load_fabs_COMPLEX64, c64, float, ABS_C64_F, KEEP)
-LOADER(load_dabs_COMPLEX64, c64, double, ABS_C64_D, KEEP)
-LOADER(load_fabs_COMPLEX128, c128, float, ABS_C128_F, KEEP)
-LOADER(load_dabs_COMPLEX128, c128, double, ABS_C128_D, KEEP)
+LOADER(load_fabs_COMPLEX64, tpu_c64, float, ABS_C64_F, KEEP)
+LOADER(load_dabs_COMPLEX64, tpu_c64, double, ABS_C64_D, KEEP)
+LOADER(load_fabs_COMPLEX128, tpu_c128, float, ABS_C128_F, KEEP)
+LOADER(load_dabs_COMPLEX128, tpu_c128, double, ABS_C128_D, KEEP)
 
 rk_load_fn rk_loader(tpu_dtype in, rk_class cls, bool abs) {
   switch (in) {

@@ -1,23 +1,7 @@
-/* The reduce family's kernels on the reduction engine (reduce.h). Every one reads
- * tensors[0] = input and writes outputs of the input's rank with size 1 in each reduced dimension
- * (keepdim-shaped views of the real outputs); which dimensions are reduced follows from the sizes.
- *
- *   SUM, PROD:     out. call->compute: the dtype the input is cast to and accumulated as
- *                  (PyTorch's result dtype; floats accumulate in float lanes added into double,
- *                  the integers in int64, wrapping). SUM's scalars[0].i = 1 makes it the mean.
- *                  A complex input (SUM only) is summed part by part into a complex output.
- *   AMAX, AMIN:    out, the input's dtype; NaN propagates.
- *   MAX_DIM, MIN_DIM: values (the input's dtype), indices (int64): the first extreme, NaN first.
- *   ARGMAX, ARGMIN: indices (int64), counted in the logical row-major order of the reduced
- *                  dimensions, as PyTorch flattens them.
- *   VAR:           out [, mean]: scalars[0].f = correction, scalars[1].i = 1 for the standard
- *                  deviation; call->compute = the (floating) dtype computed in. Two passes: the
- *                  mean, then the sum of squared deviations with the rounding correction.
- *   NORM:          out: the vector p-norm, scalars[0].f = p (0, +-inf and any other value);
- *                  call->compute = the floating dtype the input is cast to; complex inputs use |z|.
- *   LOGSUMEXP:     out: log(sum(exp(x - m))) + m with m the maximum (0 when infinite); floating.
- *   ANY, ALL:      out (bool, or uint8 for uint8 inputs): any / every element nonzero.
- *   COUNT_NONZERO: out (int64). */
+/* The reduce family's kernels (contract in ops/tpu_ops_reduce.h) on the reduction engine
+ * (reduce.h): each op is a pass kind, a final step and the dtype the input is loaded as. Floats
+ * accumulate in float lanes added into double, the integers in int64. VAR makes two passes: the
+ * mean, then the sum of squared deviations with the rounding correction. */
 #include "drivers/host/kernels/kernels.h"
 #include "drivers/host/kernels/reduce/reduce.h"
 

@@ -1,14 +1,8 @@
-/* CUMSUM: tensors[0] = input, tensors[1] = output of the same sizes, scalars[0].i = the dimension
- * (0 <= dim < ndim; 0-d tensors scan a single element). As PyTorch CPU: each input element is
- * first cast to the output's dtype, then added to a running sum in the output dtype's accumulation
- * type (double for float32 and float64, float for bfloat16 and float16, int64 wrapping for the
- * integers) that is rounded to the output at every step. Complex tensors scan their real and
- * imaginary parts separately.
- *
- * Lines along the dimension are independent and split over the pool. A run of neighbouring lines
- * is scanned together, one block of running sums stepping along the dimension, when the lines lie
- * closer together than the elements within a line (a scan over an outer dimension); otherwise each
- * line is scanned on its own. */
+/* The CUMSUM kernel (contract in ops/tpu_ops_reduce.h). Lines along the dimension are
+ * independent and split over the pool. A run of neighbouring lines is scanned together, one block
+ * of running sums stepping along the dimension, when the lines lie closer together than the
+ * elements within a line (a scan over an outer dimension); otherwise each line is scanned on its
+ * own. */
 #include "drivers/host/kernels/kernels.h"
 #include "drivers/host/kernels/reduce/reduce.h"
 #include "drivers/host/engine/engine_iter.h"
