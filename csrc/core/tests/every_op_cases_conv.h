@@ -1,0 +1,83 @@
+/* Cases of the conv family (ops/tpu_ops_conv.h has the call layouts): convolutions over 1, 2 and
+ * 3 spatial dimensions (grouped, strided, padded, dilated) and their three gradients, every
+ * pooling mode, and the fused LSTM/GRU cells. One 2-d geometry is shared by the convolution and
+ * its gradients, and one by max and average pooling and their backward: x [2, 4, 9, 9] with w
+ * [6, 4, 3, 3], stride 2 and padding 1 gives y [2, 6, 5, 5]. Max pooling's backward reads indices
+ * anywhere in the input plane, as the forward may give them. */
+#ifndef EVERY_OP_CASES_CONV_H
+#define EVERY_OP_CASES_CONV_H
+
+#include "every_op_case.h"
+
+/* stride 2, padding 1, dilation 1 over two spatial dimensions */
+#define CONV_2D_SCALARS                                                                            \
+  {{.u = CONV_PARAMS(1, 2, 2)}, {.u = CONV_PARAMS(0, 1, 1)}, {.u = CONV_PARAMS(1, 1, 1)}}
+
+/* kernel, stride, padding and dilation, then the mode and no divisor override */
+#define POOL_SCALARS(kernel, stride, padding, mode)                                                \
+  {{.u = CONV_PARAMS(1, kernel, kernel)}, {.u = CONV_PARAMS(1, stride, stride)},                   \
+   {.u = CONV_PARAMS(0, padding, padding)}, {.u = CONV_PARAMS(1, 1, 1)}, {.u = (mode)}, {.i = 0}}
+
+static const op_case conv_cases[] = {
+    {CASE(CONV, "float32 2-d with bias", 3, 1), .scalars = CONV_2D_SCALARS,
+     .tensors = {{F32(2, 4, 9, 9)}, {F32(6, 4, 3, 3)}, {F32(6)}, {F32(2, 6, 5, 5)}}},
+    {CASE(CONV, "large float32 2-d", 2, 1), .scalars = CONV_2D_SCALARS,
+     .tensors = {{F32(4, 8, 64, 64)}, {F32(16, 8, 3, 3)}, {F32(4, 16, 32, 32)}}},
+    {CASE(CONV, "float64 1-d, 3 groups, padding 2, dilation 2", 2, 1),
+     .scalars = {{.u = CONV_PARAMS(1, 1, 1)}, {.u = CONV_PARAMS(0, 0, 2)},
+                 {.u = CONV_PARAMS(1, 1, 2)}},
+     .tensors = {{F64(2, 6, 20)}, {F64(9, 2, 5)}, {F64(2, 9, 16)}}},
+    {CASE(CONV, "bfloat16 3-d, transposed input", 2, 1),
+     .scalars = {{.u = CONV_PARAMS(1, 1, 1)}, {.u = CONV_PARAMS(0, 0, 0)},
+                 {.u = CONV_PARAMS(1, 1, 1)}},
+     .tensors = {{BF16(1, 2, 5, 6, 6), TRANSPOSED}, {BF16(3, 2, 2, 3, 3)}, {BF16(1, 3, 4, 4, 4)}}},
+    {CASE(CONV_BACKWARD_INPUT, "float32 2-d with bias", 3, 1), .scalars = CONV_2D_SCALARS,
+     .tensors = {{F32(2, 6, 5, 5)}, {F32(6, 4, 3, 3)}, {F32(4)}, {F32(2, 4, 9, 9)}}},
+    {CASE(CONV_BACKWARD_WEIGHT, "float32 2-d", 2, 1), .scalars = CONV_2D_SCALARS,
+     .tensors = {{F32(2, 6, 5, 5)}, {F32(2, 4, 9, 9), STRIDED}, {F32(6, 4, 3, 3)}}},
+    {CASE(CONV_BACKWARD_BIAS, "float32 2-d", 1, 1),
+     .tensors = {{F32(2, 6, 5, 5), TRANSPOSED}, {F32(6)}}},
+    {CASE(POOL, "float32 2-d max with indices", 1, 2),
+     .scalars = POOL_SCALARS(2, 2, 0, TPU_POOL_MAX),
+     .tensors = {{F32(2, 3, 8, 8), SPECIAL}, {F32(2, 3, 4, 4)}, {I64(2, 3, 4, 4)}}},
+    {CASE(POOL, "float32 2-d average counting the padding", 1, 1),
+     .scalars = POOL_SCALARS(3, 2, 1, TPU_POOL_AVG | TPU_POOL_COUNT_PAD),
+     .tensors = {{F32(2, 3, 7, 7)}, {F32(2, 3, 4, 4)}}},
+    {CASE(POOL, "int32 3-d max", 1, 2),
+     .scalars = {{.u = CONV_PARAMS(2, 2, 2)}, {.u = CONV_PARAMS(2, 2, 2)},
+                 {.u = CONV_PARAMS(0, 0, 0)}, {.u = CONV_PARAMS(1, 1, 1)}, {.u = TPU_POOL_MAX}},
+     .tensors = {{I32(1, 2, 4, 6, 6)}, {I32(1, 2, 2, 3, 3)}, {I64(1, 2, 2, 3, 3)}}},
+    {CASE(POOL, "bfloat16 1-d adaptive average", 1, 1),
+     .scalars = {{.u = 0}, {.u = 0}, {.u = 0}, {.u = 0}, {.u = TPU_POOL_ADAPTIVE_AVG}},
+     .tensors = {{BF16(2, 4, 17)}, {BF16(2, 4, 5)}}},
+    {CASE(POOL, "float64 2-d adaptive max", 1, 2),
+     .scalars = {{.u = 0}, {.u = 0}, {.u = 0}, {.u = 0}, {.u = TPU_POOL_ADAPTIVE_MAX}},
+     .tensors = {{F64(1, 3, 10, 9)}, {F64(1, 3, 4, 4)}, {I64(1, 3, 4, 4)}}},
+    {CASE(POOL_BACKWARD, "float32 2-d max", 2, 1), .scalars = POOL_SCALARS(2, 2, 0, TPU_POOL_MAX),
+     .tensors = {{F32(2, 3, 4, 4)}, {I64(2, 3, 4, 4), RANGE(0, 64)}, {F32(2, 3, 8, 8)}}},
+    {CASE(POOL_BACKWARD, "float32 2-d average counting the padding", 1, 1),
+     .scalars = POOL_SCALARS(3, 2, 1, TPU_POOL_AVG | TPU_POOL_COUNT_PAD),
+     .tensors = {{F32(2, 3, 4, 4)}, {F32(2, 3, 7, 7)}}},
+    {CASE(LSTM_CELL, "float32 with biases", 5, 3),
+     .tensors = {{F32(3, 32)}, {F32(3, 32)}, {F32(3, 8)}, {F32(32)}, {F32(32)}, {F32(3, 8)},
+                 {F32(3, 8)}, {F32(3, 32)}}},
+    {CASE(LSTM_CELL, "bfloat16 without biases", 3, 3),
+     .tensors = {{BF16(2, 16)}, {BF16(2, 16)}, {BF16(2, 4)}, {BF16(2, 4)}, {BF16(2, 4)},
+                 {BF16(2, 16)}}},
+    {CASE(LSTM_CELL_BACKWARD, "float32, both gradients and the bias", 5, 3),
+     .scalars = {{.u = TPU_RNN_GRAD_HY | TPU_RNN_GRAD_CY}},
+     .tensors = {{F32(3, 8)}, {F32(3, 8)}, {F32(3, 8)}, {F32(3, 8)},
+                 {F32(3, 32), RANGE(0.05, 0.95)}, {F32(3, 32)}, {F32(3, 8)}, {F32(32)}}},
+    {CASE(LSTM_CELL_BACKWARD, "float64, the cell gradient only", 4, 2),
+     .scalars = {{.u = TPU_RNN_GRAD_CY}},
+     .tensors = {{F64(2, 5)}, {F64(2, 5)}, {F64(2, 5)}, {F64(2, 20), RANGE(0.05, 0.95)},
+                 {F64(2, 20)}, {F64(2, 5)}}},
+    {CASE(GRU_CELL, "float32 with biases", 5, 2),
+     .tensors = {{F32(3, 24)}, {F32(3, 24)}, {F32(3, 8)}, {F32(24)}, {F32(24)}, {F32(3, 8)},
+                 {F32(3, 40)}}},
+    {CASE(GRU_CELL_BACKWARD, "float32 with bias gradients", 2, 5),
+     .tensors = {{F32(3, 8)}, {F32(3, 40), RANGE(0.05, 0.95)}, {F32(3, 24)}, {F32(3, 24)},
+                 {F32(3, 8)}, {F32(24)}, {F32(24)}}},
+};
+
+#endif

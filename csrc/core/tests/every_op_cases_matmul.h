@@ -1,0 +1,37 @@
+/* Cases of the matmul family (ops/tpu_ops_matmul.h has the call layout): every op is one batched
+ * GEMM A [b, m, k] @ B [b, k, n] (+ beta C), so the cases vary what the ops share: dtypes (the
+ * packed float32 and bfloat16 kernels, the float64 and complex paths, integers), transposed and
+ * strided operands, a broadcast bias row, summed batches and a conjugated dot. */
+#ifndef EVERY_OP_CASES_MATMUL_H
+#define EVERY_OP_CASES_MATMUL_H
+
+#include "every_op_case.h"
+
+static const op_case matmul_cases[] = {
+    {CASE(MM, "float32, A transposed", 2, 1), .scalars = {{.f = 1}, {.f = 0}},
+     .tensors = {{F32(1, 24, 16), TRANSPOSED}, {F32(1, 16, 20)}, {F32(1, 24, 20)}}},
+    {CASE(MM, "int32", 2, 1), .scalars = {{.i = 1}, {.i = 0}},
+     .tensors = {{I32(1, 9, 11)}, {I32(1, 11, 6)}, {I32(1, 9, 6)}}},
+    {CASE(MM, "large float32", 2, 1), .scalars = {{.f = 1}, {.f = 0}},
+     .tensors = {{F32(1, 128, 96)}, {F32(1, 96, 160)}, {F32(1, 128, 160)}}},
+    {CASE(BMM, "large bfloat16", 2, 1), .scalars = {{.f = 1}, {.f = 0}},
+     .tensors = {{BF16(4, 64, 64)}, {BF16(4, 64, 96)}, {BF16(4, 64, 96)}}},
+    {CASE(BMM, "bfloat16, B strided", 2, 1), .scalars = {{.f = 1}, {.f = 0}},
+     .tensors = {{BF16(3, 8, 12)}, {BF16(3, 12, 10), STRIDED}, {BF16(3, 8, 10)}}},
+    {CASE(ADDMM, "float64 plus a broadcast bias row", 3, 1), .scalars = {{.f = 0.5}, {.f = 2}},
+     .tensors = {{F64(1, 12, 7)}, {F64(1, 7, 10)}, {F64(1, 12, 10), VIEW(0, 0, 0, 1)},
+                 {F64(1, 12, 10)}}},
+    {CASE(BADDBMM, "int32", 3, 1), .scalars = {{.i = 2}, {.i = -1}},
+     .tensors = {{I32(2, 6, 5)}, {I32(2, 5, 7)}, {I32(2, 6, 7)}, {I32(2, 6, 7)}}},
+    {CASE(ADDBMM, "float32, batches summed", 3, 1), .scalars = {{.f = 1}, {.f = 0.5}},
+     .tensors = {{F32(4, 6, 8)}, {F32(4, 8, 5)}, {F32(1, 6, 5)}, {F32(1, 6, 5)}}},
+    {CASE(ADDMV, "float32, output transposed", 3, 1), .scalars = {{.f = 1}, {.f = 1}},
+     .tensors = {{F32(1, 10, 16)}, {F32(1, 16, 1)}, {F32(1, 10, 1)}, {F32(1, 10, 1), TRANSPOSED}}},
+    {CASE(DOT, "float64", 2, 1), .scalars = {{.f = 1}, {.f = 0}},
+     .tensors = {{F64(1, 1, 64)}, {F64(1, 64, 1)}, {F64(1, 1, 1)}}},
+    {CASE(DOT, "complex64 with A conjugated (vdot)", 2, 1),
+     .scalars = {{.f = 1}, {.f = 0}, {.f = 0}, {.f = 0}, {.i = TPU_GEMM_CONJ_A}},
+     .tensors = {{C64(1, 1, 40)}, {C64(1, 40, 1)}, {C64(1, 1, 1)}}},
+};
+
+#endif
