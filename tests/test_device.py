@@ -65,6 +65,35 @@ def test_tensor_methods_and_properties() -> None:
     assert "TPU" in torch.tpu.get_device_name()
     assert torch.tpu.get_device_name("tpu:0") == props.name
     assert "total_memory" in repr(props)
+    assert (props.driver, props.kind) == ("host", "simulated")
+
+
+def test_driver_selection() -> None:
+    code = """
+        import torch
+        print(torch.tpu.get_device_properties(0).driver)
+    """
+    result = run_python(code, {"TORCH_TPU_DRIVER": "host"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "host"
+
+
+def test_unknown_driver_names_the_registered_ones() -> None:
+    # No chip is usable, CPU work goes on, and every tpu call says why, as often as it is made.
+    code = """
+        import torch
+        print(torch.tpu.is_available(), torch.tpu.device_count())
+        for _ in range(2):
+            try:
+                torch.ones(2, device='tpu')
+            except RuntimeError as e:
+                print(e)
+        print((torch.ones(2) + 1).tolist())
+    """
+    result = run_python(code, {"TORCH_TPU_DRIVER": "xla-someday"})
+    assert result.returncode == 0, result.stderr
+    message = "TORCH_TPU_DRIVER=xla-someday: no tpu driver of that name (registered: host)"
+    assert result.stdout.split("\n")[:4] == ["False 0", message, message, "[2.0, 2.0]"]
 
 
 def test_current_device_and_context_managers() -> None:
