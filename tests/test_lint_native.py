@@ -111,6 +111,12 @@ ALLOWLIST: dict[tuple[str, str], dict[str, str]] = {
             "scaled_dot_product_attention composite reads only through this stub"
         ),
     },
+    ("ops/TpuElementwiseMisc.cpp", "tensor_iterator_build"): {
+        "at::TensorIteratorConfig()": (
+            "where_out builds ATen's where iterator only to size and lay out its output (as "
+            "where_self_out does); no stub runs, the core's WHERE op computes"
+        ),
+    },
     ("ops/TpuFallback.cpp", "cpu_redispatch"): {
         "op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack)": (
             "the one boxed fallback, after moving every argument to the host"

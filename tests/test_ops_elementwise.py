@@ -501,3 +501,119 @@ def test_complex_runs_on_host_and_is_counted(eager_mode: str) -> None:
         assert actual.dtype == expected.dtype and actual.shape == expected.shape
         torch.testing.assert_close(actual.cpu(), expected)
         assert torch.tpu.fallback_stats(), "a complex op should be counted as a fallback"
+
+
+# ---------------------------------------------------------------------------------------------
+# Differences from CPU that a differential fuzz run found (issue 20)
+
+
+def test_reduced_float_ops_round_before_widening(eager_mode: str) -> None:
+    """PyTorch computes in the inputs' common dtype, then casts to the out= tensor: exp of bfloat16
+    into float32 is bfloat16's exp widened, not float32's. A float32 0-dim operand of a bfloat16
+    op is rounded to bfloat16 first, on the device as on the host."""
+    x, y = sample(torch.bfloat16), sample(torch.float16, seed=2)
+
+    def into(op: Callable[..., torch.Tensor], dtype: torch.dtype) -> Callable[..., torch.Tensor]:
+        def fn(*args: torch.Tensor) -> torch.Tensor:
+            out = torch.empty(0, dtype=dtype, device=args[0].device)
+            op(*args, out=out)
+            return out
+
+        return fn
+
+    compare(into(torch.exp, torch.float32), x, approx=True)
+    compare(into(torch.sigmoid, torch.float64), y, approx=True)
+    compare(into(torch.neg, torch.float32), x)
+    compare(into(torch.add, torch.float32), x, sample(torch.bfloat16, seed=3))
+    compare(into(torch.mul, torch.float64), y, sample(torch.float16, seed=4))
+    s = torch.tensor(1.2345678)
+    for fn in (torch.add, torch.sub, torch.maximum, torch.eq, torch.atan2):
+        compare(lambda a, b, f=fn: f(a, b.to(a.device)), x, s)  # a tpu 0-dim float32 operand
+
+
+# Ops whose kernels refuse a dtype: CPU checks it before looking at the number of elements.
+EMPTY_DTYPE_CHECKS: dict[str, tuple[Callable[..., torch.Tensor], torch.dtype]] = {
+    "bitwise_and_float": (lambda x: torch.bitwise_and(x, x), torch.float32),
+    "bitwise_xor_float_scalar": (lambda x: torch.bitwise_xor(x, 1), torch.float32),
+    "bitwise_not_float": (torch.bitwise_not, torch.float32),
+    "abs_bool": (torch.abs, torch.bool),
+    "ceil_bool": (torch.ceil, torch.bool),
+    "trunc_bool": (torch.trunc, torch.bool),
+    "round_bool": (torch.round, torch.bool),
+    "fmod_bool": (lambda x: torch.fmod(x, x), torch.bool),
+    "remainder_bool": (lambda x: torch.remainder(x, x), torch.bool),
+    "floor_divide_bool": (lambda x: x // x, torch.bool),
+    "div_trunc_bool": (lambda x: torch.div(x, x, rounding_mode="trunc"), torch.bool),
+    "pow_bool": (lambda x: x**x, torch.bool),
+    "clamp_min_bool": (lambda x: torch.clamp_min(x, True), torch.bool),
+    "gelu_int": (torch.nn.functional.gelu, torch.int32),
+    "silu_int": (torch.nn.functional.silu, torch.int32),
+    "hardswish_int": (torch.nn.functional.hardswish, torch.int32),
+    "leaky_relu_bool": (torch.nn.functional.leaky_relu, torch.bool),
+    "threshold_bool": (lambda x: torch.threshold(x, 0, 1), torch.bool),
+    "lerp_int": (lambda x: torch.lerp(x, x, 0.5), torch.int32),
+    "addcmul_bool": (lambda x: torch.addcmul(x, x, x), torch.bool),
+    "frac_int": (torch.frac, torch.int32),
+    "round_decimals_int": (lambda x: torch.round(x, decimals=1), torch.int32),
+    "exp_into_int": (
+        lambda x: torch.exp(x, out=torch.empty(0, dtype=torch.int32, device=x.device)),
+        torch.float32,
+    ),
+    "add_into_int": (lambda x: x.clone().to(torch.int32).add_(x), torch.float32),
+}
+
+
+@pytest.mark.parametrize("name", list(EMPTY_DTYPE_CHECKS))
+@pytest.mark.parametrize("shape", [(0,), (2, 0), (3,)], ids=str)
+def test_dtype_checks_apply_to_empty_tensors(
+    name: str, shape: tuple[int, ...], eager_mode: str
+) -> None:
+    fn, dtype = EMPTY_DTYPE_CHECKS[name]
+    compare(fn, sample(dtype, shape))
+
+
+def test_out_and_composite_layouts_follow_the_inputs(eager_mode: str) -> None:
+    """A resized out= tensor, and the ops ATen writes as a functional call of their out= form
+    (abs, logical_*, isinf), take TensorIterator's layout: the inputs' dimension order."""
+
+    def empty(a: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        return torch.empty(0, dtype=dtype, device=a.device)
+
+    t = sample(torch.float32, (3, 2)).t()  # (2, 3) with strides (1, 2)
+    n = sample(torch.float32, (4, 6))[::2, ::2].t()  # not dense, permuted
+    for x in (t, n):
+        compare(lambda a: torch.add(a, a, out=empty(a)), x)
+        compare(lambda a: torch.exp(a, out=empty(a)), x, approx=True)
+        compare(lambda a: torch.abs(a), x)
+        compare(lambda a: torch.abs(a, out=empty(a)), x)
+        compare(lambda a: torch.logical_not(a), x)
+        compare(lambda a: torch.logical_not(a, out=empty(a, torch.int32)), x)
+        compare(lambda a: torch.logical_and(a, a), x)
+        compare(lambda a: torch.isinf(a), x)
+        compare(lambda a: torch.nan_to_num(a, out=empty(a)), x)
+        compare(lambda a: torch.where(a > 0, a, -a, out=empty(a)), x)
+        compare(lambda a: torch.where(a > 0, a, 0.0), x)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_domain_nan_is_positive(dtype: torch.dtype, eager_mode: str) -> None:
+    """A NaN a math function makes from a number outside its domain is the positive quiet NaN, as
+    on CUDA (PyTorch CPU's sign for it depends on the function, dtype and vector path)."""
+    x = torch.tensor([-1.0, -4.0, 2.0, math.inf], dtype=dtype, device=DEV)
+    results = {
+        "log2": torch.log2(x[:2]),
+        "log": torch.log(x[:2]),
+        "log10": torch.log10(x[:2]),
+        "log1p": torch.log1p(x[1:2]),
+        "sqrt": torch.sqrt(x[:2]),
+        "rsqrt": torch.rsqrt(x[:2]),
+        "pow_half": torch.pow(x[:2], 0.5),
+        "pow": torch.pow(x[:2], torch.full((2,), 0.3, dtype=dtype, device=DEV)),
+        "asin": torch.asin(x[2:3]),
+        "acos": torch.acos(x[2:3]),
+        "sin_inf": torch.sin(x[3:]),
+        "logit": torch.logit(x[:1]),
+    }
+    for name, r in results.items():
+        assert r.isnan().all().item(), name
+        assert not r.signbit().any().item(), name

@@ -3,6 +3,7 @@ addcdiv: values against PyTorch CPU in both eager modes, gradients against CPU, 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import pytest
@@ -251,6 +252,86 @@ def test_device_mismatch() -> None:
     ):
         with pytest.raises(RuntimeError, match="same device"):
             fn()
+
+
+# ---------------------------------------------------------------------------------------------
+# Differences from CPU that a differential fuzz run found (issue 20)
+
+
+def test_cpu_scalars_where_cuda_takes_them(eager_mode: str) -> None:
+    """A CPU 0-dim tensor is a scalar wherever CUDA's kernel takes one: TensorIterator ops that
+    allow one (clamp_min/clamp_max, lerp's weight, addcmul, pow, the binary ops) and where, whose
+    three operands may all be. compare() keeps 0-dim tensors on the CPU."""
+    x, y = finite(torch.float32), finite(torch.float32, seed=2)
+    one, half, yes = torch.tensor(1.0), torch.tensor(0.5), torch.tensor(True)
+    compare(lambda c, a: torch.where(c, a, a * 2), yes, x)
+    compare(lambda c, a, b: torch.where(c, a, b), torch.tensor(False), x, y)
+    compare(lambda c, s, a: torch.where(c, s, a), x > 0, one, x)
+    compare(lambda c, s, t, a: torch.where(c, s, t) + a, yes, one, half, x)
+    compare(lambda a, s: torch.clamp_min(a, s), x, one)
+    compare(lambda a, s: torch.clamp_max(a, s), x, one)
+    compare(lambda a, b, w: torch.lerp(a, b, w), x, y, half, approx=True)
+    compare(lambda a, s, b: torch.addcmul(a, s, b), x, half, y, approx=True)
+    compare(lambda a, s: torch.pow(a.abs(), s), x, half, approx=True)
+    compare(lambda s, a: torch.pow(s, a), half, x, approx=True)
+    compare(lambda a, m, v: a.masked_fill(m, v), x, x > 0, one)
+
+
+def test_cpu_scalars_cuda_refuses(eager_mode: str) -> None:
+    """Where CUDA refuses a CPU 0-dim tensor, tpu does too (CPU computes): clamp's tensor bounds,
+    addcdiv (plain ternary TensorIterator ops), a second CPU scalar of one op, a CPU mask."""
+    x = torch.ones(3, device=DEV)
+    one = torch.tensor(1.0)
+    for fn in (
+        lambda: torch.clamp(x, None, one),
+        lambda: torch.clamp(x, one, one),
+        lambda: x.clone().clamp_(min=one),
+        lambda: torch.addcdiv(x, x, one),
+        lambda: torch.lerp(x, one, one),
+        lambda: x.masked_fill(torch.tensor(True), 1.0),
+    ):
+        with pytest.raises(RuntimeError, match="device|CPU scalars"):
+            fn()
+
+
+def test_where_takes_a_uint8_condition(eager_mode: str) -> None:
+    """A uint8 condition is deprecated (a warning, once) but taken as bool, as on CPU."""
+    cond = sample(torch.uint8, (6, 7), seed=4) % 2
+    compare(torch.where, cond, sample(torch.float32), sample(torch.float32, seed=2))
+    compare(lambda c, a: torch.where(c, a, 0.0), torch.tensor(1, dtype=torch.uint8), cond.float())
+
+
+@pytest.mark.parametrize("shape", [(0,), (6, 7)], ids=str)
+def test_masked_fill_value_must_fit(shape: tuple[int, ...], eager_mode: str) -> None:
+    """The value converts to self's dtype with PyTorch's range check, empty tensors included."""
+    mask = sample(torch.bool, shape, seed=4)
+    for dtype, value in ((torch.uint8, 300), (torch.uint8, -1), (torch.int8, 1000)):
+        x = sample(dtype, shape)
+        compare(lambda t, m, v=value: t.masked_fill(m, v), x, mask)
+        compare(lambda t, m, v=value: t.masked_fill(m, torch.tensor(v)), x, mask)
+        compare(lambda t, m, v=value: t.masked_fill(m, torch.tensor(v, device=t.device)), x, mask)
+    compare(lambda t, m: t.masked_fill(m, 1e10), sample(torch.float16, shape), mask)
+    compare(lambda t, m: t.masked_fill(m, 2.5), sample(torch.int16, shape), mask)
+
+
+def test_nan_to_num_casts_its_replacements(eager_mode: str) -> None:
+    """nan_to_num casts its replacement values (a value out of range becomes infinite), as
+    PyTorch's kernel does, instead of refusing them."""
+    for dtype in (torch.float16, torch.bfloat16, torch.float32):
+        x = sample(dtype)
+        compare(lambda t: torch.nan_to_num(t, nan=1e6, posinf=1e10, neginf=-1e300), x)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_of_infinities_follows_cuda(
+    dtype: torch.dtype, approximate: str, eager_mode: str
+) -> None:
+    """gelu(inf) = inf and gelu(-inf) = NaN, as CUDA's formula x * 0.5 * (1 + erf(x / sqrt 2))
+    gives (PyTorch CPU's vectorized float32/bfloat16 kernel gives NaN for +inf too)."""
+    x = torch.tensor([math.inf, -math.inf] * 20, dtype=dtype, device=DEV)
+    y = F.gelu(x, approximate=approximate).cpu()
+    assert y[0::2].eq(math.inf).all() and y[1::2].isnan().all()
 
 
 @pytest.mark.parametrize("name", ["silu", "mish", "gelu", "sigmoid"])

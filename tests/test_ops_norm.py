@@ -343,3 +343,22 @@ def test_batch_norm_errors() -> None:
     x, rm, rv, w, b = batch_norm_args(torch.float32, (4, 3, 5), True, stats=True)
     raises_like_cpu(lambda t, m, v: F.batch_norm(t, m, v, training=False), x, rm[:2], rv[:2])
     raises_like_cpu(lambda t, u: F.batch_norm(t, None, None, u, training=True), x, w[:2])
+
+
+# ---------------------------------------------------------------------------------------------
+# Differences from CPU that a differential fuzz run found (issue 20)
+
+
+def test_norms_of_empty_rows(eager_mode: str) -> None:
+    """Rows of no element (normalized_shape with a 0), from contiguous or transposed inputs: an
+    empty output, and layer_norm's statistics of an empty row, mean 0 and rstd NaN, as on CPU."""
+    for x in (torch.ones(0, 3).t(), torch.ones(2, 3, 0), torch.ones(2, 0, 3)):
+        shape = list(x.shape[-1:]) if x.shape[-1] == 0 else list(x.shape[-2:])
+        check(lambda t, s=shape: F.layer_norm(t, s), x)
+        check(lambda t, s=shape: torch.ops.aten.native_layer_norm(t, s, None, None, 1e-5), x)
+        w = torch.ones(shape)
+        check(lambda t, u, s=shape: F.layer_norm(t, s, u, u), x, w)
+        grads(lambda t, u, s=shape: F.layer_norm(t, s, u, u), x, w)
+        # CPU's rms_norm is a composite whose output follows the input's strides; tpu's fused
+        # kernel (the path CUDA takes) gives a contiguous one.
+        check(lambda t, s=shape: F.rms_norm(t, s), x, strides=False, meta=False)

@@ -279,3 +279,53 @@ def test_native_ops_keep_autograd() -> None:
     for name in ("aten::sum.dim_IntList", "aten::max.dim", "aten::cumsum", "aten::prod"):
         assert torch._C._dispatch_has_kernel_for_dispatch_key(name, "PrivateUse1")
         assert torch._C._dispatch_has_kernel_for_dispatch_key(name, "Autograd")
+
+
+# ---------------------------------------------------------------------------------------------
+# Differences from CPU that a differential fuzz run found (issue 20)
+
+
+def test_dtype_of_the_other_kind_casts_the_input(eager_mode: str) -> None:
+    """sum, mean and prod with a real dtype of a complex input (or a complex dtype of a real one)
+    cast the input to that dtype first, the imaginary part dropped, as ATen's reductions do."""
+    z, r = make((3, 4), torch.complex64), make((3, 4), torch.float64)
+
+    def out(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        return torch.empty(0, dtype=dtype, device=t.device)
+
+    check(lambda t: t.sum(1, dtype=torch.float64), z)
+    check(lambda t: t.sum(dtype=torch.float32), z)
+    check(lambda t: t.sum(1, dtype=torch.int64), z)
+    check(lambda t: torch.sum(t, 1, out=out(t, torch.float64)), z)
+    check(lambda t: t.mean(1, dtype=torch.float64), z)
+    check(lambda t: t.mean(dtype=torch.float64), z)
+    check(lambda t: t.prod(1, dtype=torch.float64), z)
+    check(lambda t: t.prod(dtype=torch.float64), z)
+    check(lambda t: t.sum(0, dtype=torch.complex64), r)
+    check(lambda t: torch.sum(t, (0, 1), out=out(t, torch.complex128)), r)
+
+
+def test_cumsum_into_bool_is_refused(eager_mode: str) -> None:
+    """CPU's and CUDA's cumsum kernels have no bool: refused, except where nothing is scanned (an
+    empty input is zeroed, a 0-dim one copied)."""
+    x = make((3, 4), torch.float32)
+    raises_like_cpu(lambda t: torch.cumsum(t, 1, dtype=torch.bool), x)
+    raises_like_cpu(
+        lambda t: torch.cumsum(t, 0, out=torch.empty(0, dtype=torch.bool, device=t.device)), x
+    )
+    check(lambda t: torch.cumsum(t, 0, dtype=torch.bool), torch.ones(0, 3))
+    check(lambda t: torch.cumsum(t, 0, dtype=torch.bool), torch.tensor(2.0))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_half_prod_accumulates_in_float(dtype: torch.dtype, eager_mode: str) -> None:
+    """float16/bfloat16 products accumulate in float32 and round once, as CUDA's kernel does
+    (PyTorch CPU rounds every step; README, Limitations): within one ulp of the exact product."""
+    g = torch.Generator().manual_seed(0)
+    x = (torch.rand(64, generator=g, dtype=torch.float64) * 0.5 + 0.75).to(dtype)
+    exact = x.double().prod()
+    got = x.to(DEV).prod().cpu().double()
+    assert abs(got - exact) <= torch.finfo(dtype).eps * abs(exact)
+    rows = x.reshape(8, 8)
+    got_rows = rows.to(DEV).prod(1).cpu().double()
+    torch.testing.assert_close(got_rows, rows.double().prod(1), rtol=torch.finfo(dtype).eps, atol=0)

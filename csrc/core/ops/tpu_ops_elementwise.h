@@ -16,17 +16,22 @@
  * of compute dtype it has: "floats" (the four floating dtypes), "ints" (uint8 to int64), "bool";
  * other compute dtypes, and complex or storage-only operands, are TPU_ERR_NOT_IMPLEMENTED
  * (supports_op may refuse such a compute dtype before launch). An input of another dtype is first
- * converted to the compute dtype, as COPY converts (so a float64 scalar added to bfloat16 is
- * rounded to bfloat16, as TensorIterator's promotion does). float16 and bfloat16 compute in
- * float32 and round once per op into the output, as PyTorch CPU does. An output of another dtype
- * takes the result converted as COPY does. Operands marked bool below are bool whatever the
- * compute dtype. One exception to the input conversion: MUL, DIV, DIV_TRUNC and DIV_FLOOR read a
- * scalar second input (one element) at float precision when the compute dtype is float16 or
- * bfloat16: straight into float, not rounded to the compute dtype first, as PyTorch CPU reads
- * such a scalar.
+ * converted to the compute dtype, as COPY converts (so a float64 or float32 scalar added to
+ * bfloat16 is rounded to bfloat16, as TensorIterator's promotion does). float16 and bfloat16
+ * compute in float32 and round once per op to the compute dtype, as PyTorch CPU does. An output
+ * of another dtype takes that result converted as COPY does (exp of bfloat16 into a float32
+ * output is bfloat16's exp widened: PyTorch computes in the inputs' common dtype, then casts to
+ * the out= tensor). Operands marked bool below are bool whatever the compute dtype. One
+ * exception to the input conversion: MUL, DIV, DIV_TRUNC and DIV_FLOOR read a scalar second input
+ * (one element) at float precision when the compute dtype is float16 or bfloat16: straight into
+ * float, not rounded to the compute dtype first, as PyTorch CPU reads such a scalar.
  *
  * Scalars. s0..s3 below are call->scalars[0..3]: .f when the compute dtype is floating, .i when
  * it is an integer or bool.
+ *
+ * NaN. A NaN that a math function with a domain makes from numbers (SQRT, RSQRT, LOG, LOG2,
+ * LOG10, LOG1P, SIN, COS, TAN, ASIN, ACOS, LOGIT, POW, POW_SCALAR of an input outside it, such as
+ * log2(-1)) is the positive quiet NaN, CUDA's default NaN; a NaN input passes through as it is.
  *
  * Errors. An integer division or remainder by zero (DIV_TRUNC, DIV_FLOOR, REMAINDER, FMOD) fails
  * with TPU_ERR_RUNTIME "ZeroDivisionError" (PyTorch CPU's message), the outputs holding 0 there;

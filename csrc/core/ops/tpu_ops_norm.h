@@ -12,7 +12,9 @@
  *
  * Layer and RMS normalization over the last N elements of M rows. Every row tensor is a 2-d view
  * [M, N] and every per-row statistic a 1-d view [M] (any strides); an absent weight, bias or
- * gradient is an empty tensor. scalars[0].f = eps.
+ * gradient is an empty tensor. scalars[0].f = eps. Rows may be empty (N = 0): the forward ops
+ * then write only the statistics of an empty row, mean 0 and rstd NaN (0 / 0 variance), as
+ * PyTorch's kernels do.
  *   LAYER_NORM: X, W, B -> Y, mean, rstd. rstd = 1 / sqrt(max(var, 0) + eps) with the biased
  *     variance; Y = (X * rstd - mean * rstd) * W + B, PyTorch CPU's order of operations.
  *   LAYER_NORM_BACKWARD: dY, X, mean, rstd, W -> dX, dW, dB:

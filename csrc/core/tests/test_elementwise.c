@@ -85,6 +85,32 @@ static void test_reduced_float_rounds_once(void) {
   CHECK(ho[0] == 0x7c00);
 }
 
+/* A wider output, or a float32 input, of a bfloat16 op still meets the bfloat16 result: the
+ * float32 loop result is rounded to bfloat16 before it widens into a float32 output, and a float32
+ * input is rounded to bfloat16 before the loop reads it (PyTorch computes in the common dtype). */
+static void test_reduced_float_through_float32(void) {
+  float x[3] = {1.1f, 2.3f, -0.7f}, y[3] = {0.3f, -1.7f, 2.9f}, out[3];
+  uint16_t a[3], sum[3];
+  for (int i = 0; i < 3; i++)
+    a[i] = tpu_f32_to_bf16(x[i]);
+  int64_t n = 3;
+  tpu_tensor t[2] = {host_view(a, TPU_BFLOAT16, 1, &n, NULL),
+                     host_view(out, TPU_FLOAT32, 1, &n, NULL)};
+  CHECK_OK(run(TPU_OP_EXP, TPU_BFLOAT16, t, 1, 1, NO_SCALAR, NO_SCALAR));
+  for (int i = 0; i < 3; i++) {
+    float want = tpu_bf16_to_f32(tpu_f32_to_bf16(expf(tpu_bf16_to_f32(a[i]))));
+    CHECK(fabsf(out[i] - want) <= 0x1p-8f * want); /* a bfloat16 value: within one bf16 ulp */
+    CHECK(out[i] == tpu_bf16_to_f32(tpu_f32_to_bf16(out[i])));
+  }
+  tpu_tensor u[3] = {host_view(a, TPU_BFLOAT16, 1, &n, NULL),
+                     host_view(y, TPU_FLOAT32, 1, &n, NULL),
+                     host_view(sum, TPU_BFLOAT16, 1, &n, NULL)};
+  CHECK_OK(run(TPU_OP_ADD, TPU_BFLOAT16, u, 2, 1, SCALAR_F(-1.0), NO_SCALAR));
+  for (int i = 0; i < 3; i++)
+    CHECK(sum[i] == tpu_f32_to_bf16(tpu_bf16_to_f32(a[i]) -
+                                    tpu_bf16_to_f32(tpu_f32_to_bf16(y[i]))));
+}
+
 static void test_promotion_and_scalars(void) {
   /* int32 tensor + float64 scalar, computed in bfloat16: the scalar rounds to bfloat16 first. */
   int32_t a[3] = {1, -2, 300};
@@ -154,6 +180,28 @@ static void test_integer_division(void) {
   CHECK(strstr(tpu_last_error(), "ZeroDivisionError") != NULL);
 }
 
+/* Integer powers with the most negative exponent (found by fuzz_graph): -1 to an even power is 1,
+ * without negating the exponent (which overflows); other bases give 0, 1 stays 1. */
+static void test_integer_pow_extreme_exponent(void) {
+  int64_t a[3] = {-1, 1, 2}, b[3] = {INT64_MIN, INT64_MIN, INT64_MIN}, out[3];
+  int64_t n = 3;
+  tpu_tensor t[3] = {host_view(a, TPU_INT64, 1, &n, NULL), host_view(b, TPU_INT64, 1, &n, NULL),
+                     host_view(out, TPU_INT64, 1, &n, NULL)};
+  CHECK_OK(run(TPU_OP_POW, TPU_INT64, t, 2, 1, NO_SCALAR, NO_SCALAR));
+  CHECK(out[0] == 1 && out[1] == 1 && out[2] == 0);
+}
+
+/* Views without elements may have any strides (tpu_tensor_check accepts them): the engine must
+ * not multiply them into byte strides, which overflows (UBSan). */
+static void test_empty_views_any_strides(void) {
+  float x, out;
+  const int64_t sizes[2] = {0, 3}, huge[2] = {INT64_MAX / 3, 1};
+  tpu_tensor t[3] = {host_view(&x, TPU_FLOAT32, 2, sizes, huge),
+                     host_view(&x, TPU_FLOAT32, 2, sizes, NULL),
+                     host_view(&out, TPU_FLOAT32, 2, sizes, huge)};
+  CHECK_OK(run(TPU_OP_ADD, TPU_FLOAT32, t, 2, 1, SCALAR_F(1), NO_SCALAR));
+}
+
 static void test_large_buffered_parallel(void) {
   /* Enough elements for several threads and blocks: int16 promoted to float32 with a broadcast
    * float64 row, converted inside the buffered path, and stored as float32. */
@@ -218,17 +266,42 @@ static void test_math_special_values(void) {
   }
 }
 
+/* A NaN made from a number is positive (CUDA's default NaN) whatever x86 or libm gave; a NaN
+ * input stays the function's own result (sqrt, an x86 instruction, keeps its sign). */
+static void test_domain_nan_is_positive(void) {
+  const tpu_op_id ops[] = {TPU_OP_LOG2, TPU_OP_SQRT, TPU_OP_LOG, TPU_OP_ASIN, TPU_OP_LOG10};
+  for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) {
+    float x[3] = {-2.0f, -4.0f, -NAN}, out[3];
+    double xd[3] = {-2.0, -4.0, -(double)NAN}, outd[3];
+    int64_t n = 3;
+    tpu_tensor t[2] = {host_view(x, TPU_FLOAT32, 1, &n, NULL),
+                       host_view(out, TPU_FLOAT32, 1, &n, NULL)};
+    CHECK_OK(run(ops[k], TPU_FLOAT32, t, 1, 1, NO_SCALAR, NO_SCALAR));
+    CHECK(isnan(out[0]) && !signbit(out[0]) && isnan(out[1]) && !signbit(out[1]));
+    CHECK(isnan(out[2]) && (ops[k] != TPU_OP_SQRT || signbit(out[2])));
+    tpu_tensor u[2] = {host_view(xd, TPU_FLOAT64, 1, &n, NULL),
+                       host_view(outd, TPU_FLOAT64, 1, &n, NULL)};
+    CHECK_OK(run(ops[k], TPU_FLOAT64, u, 1, 1, NO_SCALAR, NO_SCALAR));
+    CHECK(isnan(outd[0]) && !signbit(outd[0]) && isnan(outd[1]) && !signbit(outd[1]));
+    CHECK(isnan(outd[2]) && (ops[k] != TPU_OP_SQRT || signbit(outd[2])));
+  }
+}
+
 int main(void) {
   TEST_MAIN_BEGIN();
   RUN_TEST(test_broadcast_add);
   RUN_TEST(test_transposed_and_strided);
   RUN_TEST(test_reduced_float_rounds_once);
+  RUN_TEST(test_reduced_float_through_float32);
   RUN_TEST(test_promotion_and_scalars);
   RUN_TEST(test_bool_outputs_and_conversion);
   RUN_TEST(test_inplace_and_where);
   RUN_TEST(test_integer_division);
+  RUN_TEST(test_integer_pow_extreme_exponent);
+  RUN_TEST(test_empty_views_any_strides);
   RUN_TEST(test_large_buffered_parallel);
   RUN_TEST(test_refusals);
   RUN_TEST(test_math_special_values);
+  RUN_TEST(test_domain_nan_is_positive);
   TEST_MAIN_END();
 }

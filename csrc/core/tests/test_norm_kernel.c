@@ -215,6 +215,23 @@ static void test_layer_norm_bfloat16(void) {
     CHECK(y[i] == tpu_f32_to_bf16(xf[i] * r + -r * 4));
 }
 
+/* Rows of no element ([3, 0]): only the statistics are written, mean 0 and rstd NaN. */
+static void test_norm_empty_rows(void) {
+  float nothing = 0, mean[3] = {7, 7, 7}, rstd[3] = {7, 7, 7};
+  const int64_t rows[2] = {3, 0}, m = 3, zero = 0;
+  tpu_tensor none = host_view(&nothing, TPU_FLOAT32, 1, &zero, NULL);
+  tpu_tensor x = host_view(&nothing, TPU_FLOAT32, 2, rows, NULL);
+  tpu_tensor t[6] = {x, none, none, x, host_view(mean, TPU_FLOAT32, 1, &m, NULL),
+                     host_view(rstd, TPU_FLOAT32, 1, &m, NULL)};
+  CHECK_OK(run(TPU_OP_LAYER_NORM, t, 3, 3, SCALAR_F(1e-5)));
+  for (int r = 0; r < 3; r++)
+    CHECK(mean[r] == 0 && isnan(rstd[r]));
+  tpu_tensor f[4] = {x, none, x, host_view(rstd, TPU_FLOAT32, 1, &m, NULL)};
+  rstd[0] = 7;
+  CHECK_OK(run(TPU_OP_RMS_NORM, f, 2, 2, SCALAR_F(1e-5)));
+  CHECK(isnan(rstd[0]) && nothing == 0);
+}
+
 /* BATCH_NORM and its backward on a [N, C, S] tensor stored channels-first or channels-last,
  * against double references: output, saved and running statistics, dX, dW, dB in training and
  * evaluation. */
@@ -327,6 +344,7 @@ int main(void) {
   RUN_TEST(test_softmax_dtypes_and_masks);
   RUN_TEST(test_layer_and_rms_norm);
   RUN_TEST(test_layer_norm_bfloat16);
+  RUN_TEST(test_norm_empty_rows);
   RUN_TEST(test_batch_norm);
   TEST_MAIN_END();
 }

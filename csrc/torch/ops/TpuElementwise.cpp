@@ -24,15 +24,21 @@ void set_number(tpu_op_call* call, int index, const at::Scalar& s) {
   tpu_op_set_scalar_input(call, index, kFirstOperandSlot - index, v, is_float);
 }
 
-// Refuses a dtype the driver cannot run the op in before launching, with the exception CPU
-// raises; frees the call then.
-void check_supported(tpu_op_call* call, at::ScalarType compute) {
+// Refuses a dtype the driver cannot run the op in with the exception CPU raises, then launches
+// the call; an op without elements stops after the checks, which PyTorch's kernels make for empty
+// tensors too. Takes the call in every case.
+void check_and_launch(tpu_op_call* call, at::ScalarType compute, const at::TensorBase& out0) {
   if (!tpu_op_supported(call)) {
     tpu_op_id op = call->op;
     tpu_op_call_free(call);
     TORCH_CHECK_NOT_IMPLEMENTED(false, "\"", tpu_op_name(op), "\" not implemented for '",
                                 c10::toString(compute), "' on tpu");
   }
+  if (out0.numel() == 0) {
+    tpu_op_call_free(call);
+    return;
+  }
+  launch(out0.device().index(), call);
 }
 
 void set_input(tpu_op_call* call, int index, const Input& in) {
@@ -49,11 +55,15 @@ void set_input(tpu_op_call* call, int index, const Input& in) {
 
 // Stores a parameter as the kernels read it: .f for floating compute dtypes, .i otherwise.
 void set_param(tpu_op_call* call, int slot, const Param& p, at::ScalarType compute) {
-  if (!p.round && at::isReducedFloatingType(compute)) {
+  const bool floating = at::isFloatingType(compute);
+  if (p.kind == Param::kCast && floating) {
+    call->scalars[slot].f = p.value.toDouble(); // the kernel's conversion casts it
+    return;
+  }
+  if (p.kind == Param::kOpmath && at::isReducedFloatingType(compute)) {
     call->scalars[slot].f = static_cast<double>(p.value.to<float>());
     return;
   }
-  const bool floating = at::isFloatingType(compute);
   AT_DISPATCH_V2(compute, "tpu_elementwise_param", AT_WRAP([&] {
     scalar_t v = p.value.to<scalar_t>(); // checks for overflow, as PyTorch's kernels do
     if (floating) {
@@ -100,9 +110,6 @@ void run(tpu_op_id op, at::ScalarType compute, std::initializer_list<Input> inpu
          std::initializer_list<const at::TensorBase*> outputs,
          std::initializer_list<Param> params) {
   const at::TensorBase& out0 = **outputs.begin();
-  if (out0.numel() == 0) {
-    return;
-  }
   const int n_in = static_cast<int>(inputs.size());
   tpu_op_call* call = new_call(op, n_in, static_cast<int>(outputs.size()));
   call->compute = to_core_dtype(compute);
@@ -122,15 +129,11 @@ void run(tpu_op_id op, at::ScalarType compute, std::initializer_list<Input> inpu
     tpu_op_call_free(call);
     throw;
   }
-  check_supported(call, compute);
-  launch(out0.device().index(), call);
+  check_and_launch(call, compute, out0);
 }
 
 void run(tpu_op_id op, const at::TensorIteratorBase& it, std::initializer_list<Param> params) {
   const at::TensorBase& out0 = it.output_base(0);
-  if (out0.numel() == 0) {
-    return;
-  }
   const int n_in = it.ninputs(), n_out = it.noutputs();
   const at::ScalarType compute = it.common_dtype();
   tpu_op_call* call = new_call(op, n_in, n_out);
@@ -150,8 +153,7 @@ void run(tpu_op_id op, const at::TensorIteratorBase& it, std::initializer_list<P
     tpu_op_call_free(call);
     throw;
   }
-  check_supported(call, compute);
-  launch(out0.device().index(), call);
+  check_and_launch(call, compute, out0);
 }
 
 } // namespace torch_tpu::ew

@@ -19,14 +19,19 @@
 namespace torch_tpu::ew {
 
 // A scalar parameter of an op (alpha, a threshold...). PyTorch converts most parameters to the
-// compute dtype (`.to<scalar_t>()`: round), activations of float16/bfloat16 read theirs at float
-// precision (`.to<opmath_t>()`: opmath).
+// compute dtype (`.to<scalar_t>()`: round, refusing a value out of its range), activations of
+// float16/bfloat16 read theirs at float precision (`.to<opmath_t>()`: opmath), and a few kernels
+// cast theirs (`static_cast<scalar_t>`: cast, a value out of range becoming infinite).
 struct Param {
+  enum Kind { kRound, kOpmath, kCast };
   const at::Scalar& value;
-  bool round = true;
+  Kind kind = kRound;
 };
 inline Param opmath(const at::Scalar& value) {
-  return {value, false};
+  return {value, Param::kOpmath};
+}
+inline Param cast(const at::Scalar& value) {
+  return {value, Param::kCast};
 }
 
 // An input of a core call: a tensor (tpu, or a CPU 0-dim scalar) or a number.

@@ -48,10 +48,7 @@ struct FloorDivideMeta : structured_div_Tensor_mode {
   }
 };
 struct LogicalMeta : structured_eq_Tensor {}; // comparison rules: any output dtype, bool default
-struct HardswishMeta : structured_neg {
-  void meta(const Tensor& self) { build_borrowing_unary_op(maybe_get_output(), self); }
-};
-struct AbsMeta : structured_neg { // neg's iterator rules, without its refusal of bool
+struct UnaryMeta : structured_neg { // neg's iterator rules, without its refusal of bool
   void meta(const Tensor& self) { build_borrowing_unary_op(maybe_get_output(), self); }
 };
 struct LogitMeta : structured_sigmoid { // a unary float op: integers promote
@@ -285,55 +282,67 @@ void check_devices(const Tensor& out, std::initializer_list<const Tensor*> tenso
   }
 }
 
-// where(condition, self, other): the output broadcasts the three shapes, in self and other's
-// promoted dtype, laid out like the first operand of the full shape (as TensorIterator does for
-// dense inputs).
-void check_where(const Tensor& condition, const Tensor& self, const Tensor& other) {
-  TORCH_CHECK(condition.scalar_type() == at::kBool,
-              "where expected condition to be a boolean tensor, but got a tensor with dtype ",
-              condition.scalar_type());
-}
+// where(condition, self, other), as ATen's where_self_out: the output in self and other's
+// promoted dtype, any of the three a CPU 0-dim scalar (CUDA moves such operands to the device;
+// here they travel in the call), a uint8 condition taken as bool with a deprecation warning, and
+// a resized output laid out by TensorIterator like the inputs.
 Tensor& where_out(const Tensor& condition, const Tensor& self, const Tensor& other, Tensor& out) {
-  check_where(condition, self, other);
   const at::ScalarType dtype = at::result_type(self, other);
-  const auto shape = at::infer_size(at::infer_size(condition.sizes(), self.sizes()), other.sizes());
-  at::native::resize_output(out, shape);
   TORCH_CHECK(out.scalar_type() == dtype, "Expected out type to be ", dtype, " but got ",
               out.scalar_type());
-  check_devices(out, {&condition, &self, &other});
+  Tensor cond = condition;
+  if (cond.scalar_type() == at::kByte) {
+    TORCH_WARN_ONCE("where received a uint8 condition tensor. This behavior is deprecated and will "
+                    "be removed in a future version of PyTorch. Use a boolean condition instead.");
+    cond = cond.to(at::kBool);
+  }
+  TORCH_CHECK(cond.scalar_type() == at::kBool,
+              "where expected condition to be a boolean tensor, but got a tensor with dtype ",
+              cond.scalar_type());
+  check_devices(out, {&cond, &self, &other});
+  at::TensorIteratorConfig() // sizes and lays out out; the core op computes
+      .check_all_same_dtype(false)
+      .check_all_same_device(false) // CPU scalars: checked above
+      .add_output(out)
+      .add_const_input(cond)
+      .add_const_input(self)
+      .add_const_input(other)
+      .build();
   if (!is_native(dtype)) {
     return on_host("where.self", out, [&] {
-      return at::where(to_host(condition), to_host(self), to_host(other));
+      return at::where(to_host(cond), to_host(self), to_host(other));
     });
   }
-  run(TPU_OP_WHERE, dtype, {Input(condition), Input(self), Input(other)}, {&out});
+  run(TPU_OP_WHERE, dtype, {Input(cond), Input(self), Input(other)}, {&out});
   return out;
 }
 Tensor where(const Tensor& condition, const Tensor& self, const Tensor& other) {
-  check_where(condition, self, other);
-  const at::ScalarType dtype = at::result_type(self, other);
-  const auto shape = at::infer_size(at::infer_size(condition.sizes(), self.sizes()), other.sizes());
-  const Tensor* like = nullptr;
-  for (const Tensor* t : {&condition, &self, &other}) {
-    if (!like && t->sizes().equals(shape) && t->is_privateuseone()) {
-      like = t;
+  c10::Device device = condition.device();
+  for (const Tensor* t : {&self, &other}) {
+    if (device.is_cpu()) {
+      device = t->device();
     }
   }
-  at::TensorOptions options = self.options().device(condition.device()).dtype(dtype);
-  if (!self.is_privateuseone()) {
-    options = options.device(other.is_privateuseone() ? other.device() : condition.device());
-  }
-  Tensor out = like ? at::empty_like(*like, options) : at::empty(shape, options);
+  Tensor out = at::empty({0}, self.options().dtype(at::result_type(self, other)).device(device));
   return where_out(condition, self, other, out);
 }
 
-// masked_fill_: self = where(mask, value, self), the value converted to self's dtype.
+// masked_fill_: self = where(mask, value, self). The value is converted to self's dtype as
+// PyTorch's kernels do (`value.to<scalar_t>()`, refusing one out of its range); the mask is on
+// self's device, as CUDA requires.
 void check_mask(const Tensor& self, const Tensor& mask) {
+  TORCH_CHECK(mask.device() == self.device(), "expected self and mask to be on the same device, "
+              "but got mask on ", mask.device(), " and self on ", self.device());
   TORCH_CHECK(mask.scalar_type() == at::kBool,
               "masked_fill_ only supports boolean masks, but got mask with dtype ",
               mask.scalar_type());
-  check_devices(self, {&mask});
   at::expand_inplace(self, mask, "masked_fill_");
+}
+Scalar fill_value(const Scalar& value, at::ScalarType type) {
+  Scalar converted;
+  AT_DISPATCH_V2(type, "masked_fill", AT_WRAP([&] { converted = Scalar(value.to<scalar_t>()); }),
+                 AT_EXPAND(AT_ALL_TYPES), at::kBool, at::kHalf, at::kBFloat16);
+  return converted;
 }
 Tensor& masked_fill_scalar(Tensor& self, const Tensor& mask, const Scalar& value) {
   check_mask(self, mask);
@@ -342,7 +351,8 @@ Tensor& masked_fill_scalar(Tensor& self, const Tensor& mask, const Scalar& value
       return to_host(self).masked_fill_(to_host(mask), value);
     });
   }
-  run(TPU_OP_WHERE, self.scalar_type(), {Input(mask), Input(value), Input(self)}, {&self});
+  const Scalar fill = fill_value(value, self.scalar_type());
+  run(TPU_OP_WHERE, self.scalar_type(), {Input(mask), Input(fill), Input(self)}, {&self});
   return self;
 }
 Tensor& masked_fill_tensor(Tensor& self, const Tensor& mask, const Tensor& value) {
@@ -355,8 +365,8 @@ Tensor& masked_fill_tensor(Tensor& self, const Tensor& mask, const Tensor& value
       return to_host(self).masked_fill_(to_host(mask), to_host(value));
     });
   }
-  run(TPU_OP_WHERE, self.scalar_type(), {Input(mask), Input(value), Input(self)}, {&self});
-  return self;
+  // Read now, as CUDA's kernel reads it (value.item()), so that its conversion is checked.
+  return masked_fill_scalar(self, mask, value.item());
 }
 
 // The logical ops write any output dtype (bool by default): comparison rules.
@@ -364,8 +374,11 @@ template <tpu_op_id Op>
 void logical(const Iter& it, const Tensor&, const Tensor&) {
   run(Op, it);
 }
+// logical_not: comparison rules over (self, self) give ATen's logical_not_out iterator: any out
+// dtype, self's layout.
 Tensor& logical_not_out(const Tensor& self, Tensor& out) {
-  at::native::resize_output(out, self.sizes());
+  Out<LogicalMeta> it(out);
+  it.meta(self, self);
   if (!is_native(self.scalar_type()) || !is_native(out.scalar_type())) {
     return on_host("logical_not", out, [&] { return at::logical_not(to_host(self)); });
   }
@@ -379,7 +392,7 @@ Tensor& abs_out(const Tensor& self, Tensor& out) {
     at::native::resize_output(out, self.sizes());
     return on_host("abs", out, [&] { return at::abs(to_host(self)); });
   }
-  Out<AbsMeta> it(out);
+  Out<UnaryMeta> it(out);
   it.meta(self);
   run(TPU_OP_ABS, it);
   return out;
@@ -394,25 +407,31 @@ Tensor isnan(const Tensor& self) {
   return out;
 }
 
+// nan_to_num as ATen's nan_to_num_out: integers are copied into a plainly resized output, floats
+// go through a unary TensorIterator (laid out like the input) and the replacements are cast to
+// the dtype as its kernel casts them (out of range: infinite).
 Tensor& nan_to_num_out(const Tensor& self, std::optional<double> nan,
                        std::optional<double> posinf, std::optional<double> neginf, Tensor& out) {
   TORCH_CHECK(self.scalar_type() == out.scalar_type(), "nan_to_num: dtype of out: ",
               out.scalar_type(), " should be same as input: ", self.scalar_type());
-  at::native::resize_output(out, self.sizes());
   if (!is_native(self.scalar_type())) {
+    at::native::resize_output(out, self.sizes());
     return on_host("nan_to_num", out, [&] {
       return at::nan_to_num(to_host(self), nan, posinf, neginf);
     });
   }
   if (at::isIntegralType(self.scalar_type(), /*includeBool=*/true)) {
+    at::native::resize_output(out, self.sizes());
     return out.copy_(self); // nothing to replace, as on CPU
   }
+  Out<UnaryMeta> it(out);
+  it.meta(self);
   double max = std::numeric_limits<double>::max();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, self.scalar_type(), "nan_to_num", [&] {
     max = static_cast<double>(std::numeric_limits<scalar_t>::max());
   });
   const Scalar nan_value(nan.value_or(0.0)), pos(posinf.value_or(max)), neg(neginf.value_or(-max));
-  run(TPU_OP_NAN_TO_NUM, self.scalar_type(), {Input(self)}, {&out}, {{nan_value}, {pos}, {neg}});
+  run(TPU_OP_NAN_TO_NUM, it, {cast(nan_value), cast(pos), cast(neg)});
   return out;
 }
 
@@ -439,7 +458,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   TPU_EW_STRUCTURED(m, HardtanhBackwardMeta, hardtanh_backward, "hardtanh_backward",
                     "hardtanh_backward", "", "hardtanh_backward.grad_input");
   TPU_EW_STRUCTURED(m, LogitMeta, logit, "logit", "logit", "logit_", "logit.out");
-  TPU_EW_STRUCTURED(m, HardswishMeta, unary<TPU_OP_HARDSWISH>, "hardswish",
+  TPU_EW_STRUCTURED(m, UnaryMeta, unary<TPU_OP_HARDSWISH>, "hardswish",
                     "hardswish", "hardswish_", "hardswish.out");
   TPU_EW_STRUCTURED(m, GradMeta, binary<TPU_OP_HARDSWISH_BACKWARD>,
                     "hardswish_backward", "hardswish_backward", "", "");

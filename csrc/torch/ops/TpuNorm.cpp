@@ -183,17 +183,22 @@ NormShape norm_shape(const at::Tensor& input, at::IntArrayRef normalized_shape,
 }
 
 // A view for the kernels: rows [m, n], a row of n, or a column of m, of a contiguous tensor; an
-// absent tensor is an empty one.
+// absent tensor is an empty one. A tensor without elements keeps its shape (rows of n = 0
+// elements are rows all the same), on a base that is never read.
 tpu_tensor rows_view(const at::Tensor& t, int64_t m, int64_t n) {
-  if (!t.defined() || t.numel() == 0) {
-    static char nothing; // the base of a view without elements: never read
-    tpu_tensor empty{};
-    empty.dtype = TPU_FLOAT32;
-    empty.ndim = 1;
-    empty.host = &nothing;
-    return empty;
+  static char nothing;
+  tpu_tensor v{};
+  v.dtype = TPU_FLOAT32;
+  v.ndim = 1;
+  v.host = &nothing;
+  if (!t.defined()) {
+    return v;
   }
-  tpu_tensor v = core_view(t);
+  if (t.numel() > 0) {
+    v = core_view(t);
+  } else {
+    v.dtype = to_core_dtype(t.scalar_type());
+  }
   v.ndim = m < 0 ? 1 : 2;
   v.sizes[0] = m < 0 ? n : m;
   v.strides[0] = m < 0 ? 1 : n;

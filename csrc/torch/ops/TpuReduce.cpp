@@ -106,6 +106,13 @@ tpu_scalar int_scalar(int64_t v) {
   return s;
 }
 
+// The input a reduction into `out` reads: a complex input of a real output, or a real input of a
+// complex one, first cast to the output's dtype (the imaginary part dropped), as ATen's
+// make_reduction_from_out_ty casts it; the kernels sum complex into complex only.
+at::Tensor reduction_input(const at::Tensor& self, const at::Tensor& out) {
+  return self.is_complex() == out.is_complex() ? self : self.to(out.scalar_type());
+}
+
 // ---- sum and mean ----
 
 void run_sum(const char* name, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
@@ -117,7 +124,8 @@ void run_sum(const char* name, const at::Tensor& self, at::OptionalIntArrayRef d
     });
     return;
   }
-  launch_reduce(TPU_OP_SUM, self, {out}, reduce_mask(self, dim), out.scalar_type(),
+  const at::Tensor input = reduction_input(self, out);
+  launch_reduce(TPU_OP_SUM, input, {out}, reduce_mask(input, dim), out.scalar_type(),
                 int_scalar(mean));
 }
 
@@ -157,7 +165,7 @@ at::Tensor& mean_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool k
 
 void run_prod(const char* name, const at::Tensor& self, std::optional<int64_t> dim, bool keepdim,
               const at::Tensor& out) {
-  if (self.is_complex() || !core_computes(self.scalar_type()) ||
+  if (out.is_complex() || !core_computes(self.scalar_type()) ||
       !core_computes(out.scalar_type())) {
     on_host(name, out, [&] {
       at::Tensor host = self.cpu();
@@ -166,8 +174,9 @@ void run_prod(const char* name, const at::Tensor& self, std::optional<int64_t> d
     });
     return;
   }
-  DimMask mask = dim ? reduce_mask(self, at::IntArrayRef(*dim)) : reduce_mask(self, std::nullopt);
-  launch_reduce(TPU_OP_PROD, self, {out}, mask, out.scalar_type());
+  const at::Tensor input = reduction_input(self, out);
+  DimMask mask = dim ? reduce_mask(input, at::IntArrayRef(*dim)) : reduce_mask(input, std::nullopt);
+  launch_reduce(TPU_OP_PROD, input, {out}, mask, out.scalar_type());
 }
 
 at::Tensor prod_dim(const at::Tensor& self, int64_t dim, bool keepdim,
@@ -462,6 +471,9 @@ void run_cumsum(const char* name, const at::Tensor& self, int64_t dim, const at:
   if (out.numel() == 0) {
     return;
   }
+  // PyTorch's kernels scan no bool (a 0-d input is copied, so it takes any dtype).
+  TORCH_CHECK_NOT_IMPLEMENTED(self.dim() == 0 || out.scalar_type() != at::kBool,
+                              "\"cumsum\" not implemented for 'Bool' on tpu");
   const int64_t wrapped = at::maybe_wrap_dim(dim, self.dim());
   if (!core_computes(self.scalar_type()) || !core_computes(out.scalar_type()) ||
       self.is_complex() != out.is_complex()) {

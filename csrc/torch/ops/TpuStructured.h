@@ -87,8 +87,7 @@ struct Out final : Meta {
   }
   void set_output_raw_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides,
                               at::TensorOptions options) override {
-    detail::resize_out(outputs_[i], sizes, {}, options);
-    detail::record_output<Meta>(*this, i, sizes, strides, options);
+    set_output_strided(i, sizes, strides, options);
   }
   const at::Tensor& maybe_get_output(int64_t i) override {
     return outputs_[i];

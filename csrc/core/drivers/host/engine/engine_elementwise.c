@@ -133,7 +133,9 @@ static bool add_broadcast(tpu_iter *it, const tpu_tensor *t, int ndim, const int
     int64_t size = d < lead ? 1 : t->sizes[d - lead];
     if (size != shape[d] && size != 1)
       return false;
-    strides[d] = size == 1 ? 0 : t->strides[d - lead] * elsize;
+    /* Unused, so not multiplied (it could overflow): the stride of a size-1 dimension, and any
+     * stride when there is no element (tpu_iter_add_tensor says why). */
+    strides[d] = size == 1 || it->numel == 0 ? 0 : t->strides[d - lead] * elsize;
   }
   tpu_iter_add(it, tpu_tensor_data(t), elsize, strides);
   return true;
@@ -142,12 +144,14 @@ static bool add_broadcast(tpu_iter *it, const tpu_tensor *t, int ndim, const int
 /* Sets how operand k (an output when k < n_out) gets from its tensor's dtype to the loop's. */
 static void plan_conversion(operand *o, tpu_dtype compute, bool output, bool keep_precision) {
   o->via = TPU_DTYPE_COUNT;
-  if (o->actual == o->want)
-    return;
   /* A float16/bfloat16 result is rounded to the compute dtype before any further conversion, and a
-   * foreign input is rounded to it before it widens to float. */
+   * foreign input is rounded to it before it widens to float: also when the operand is float32
+   * itself, the loop's own dtype (a bfloat16 exp into a float32 out=, a float32 0-d input of a
+   * bfloat16 add), as PyTorch computes in the common dtype and casts the result. */
   bool through =
       compute != o->want && o->want != TPU_BOOL && o->actual != compute && !keep_precision;
+  if (!through && o->actual == o->want)
+    return;
   if (through) {
     o->via = compute;
     o->to_via = output ? tpu_cast_loop(o->want, compute) : tpu_cast_loop(o->actual, compute);
@@ -208,7 +212,8 @@ tpu_status tpu_ew_run(const tpu_op_call *call, const tpu_ew_op *op) {
   for (int k = 0; k < p.nops; k++) {
     operand *o = &p.ops[k];
     int64_t dense = (int64_t)tpu_dtype_size(o->want);
-    o->buffered = o->actual != o->want || p.it.strides[0][k] != dense;
+    o->buffered =
+        o->actual != o->want || o->via != TPU_DTYPE_COUNT || p.it.strides[0][k] != dense;
     p.direct &= !o->buffered;
   }
   int failed = 0;

@@ -5,9 +5,10 @@
  *
  * Types. The op's inner loop runs on the loop dtype: float32 for float16 and bfloat16 (so they
  * compute in float and round once per op), the compute dtype otherwise. Each operand is "loop
- * typed" or, when the op says so (bool_operands), bool. An input of another dtype is first
- * converted to the compute dtype, then to the loop dtype; an output of another dtype is converted
- * from the loop result the same way in reverse. Conversions are the COPY kernel's loops.
+ * typed" or, when the op says so (bool_operands), bool. An input of another dtype than the compute
+ * dtype is first converted to the compute dtype, then to the loop dtype; an output of another
+ * dtype is converted from the loop result the same way in reverse (so a float32 output of a
+ * bfloat16 op takes the result rounded to bfloat16). Conversions are the COPY kernel's loops.
  *
  * Loops. An op supplies one inner loop per loop dtype. The engine always hands it dense operands:
  * when an operand is strided, broadcast inside the run or needs converting, the engine gathers (and

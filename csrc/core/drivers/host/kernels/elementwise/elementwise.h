@@ -18,10 +18,14 @@
 #include "drivers/host/engine/engine_simd.h"
 #include "drivers/host/engine/engine_elementwise.h"
 
-/* Loops are written once for signed and unsigned types: `x < 0` is sometimes always false. */
+/* Loops are written once for signed and unsigned types: `x < 0` or `b == -1` is sometimes always
+ * false (GCC's -Wtype-limits, clang's -Wtautological-constant-out-of-range-compare). */
 #pragma GCC diagnostic ignored "-Wtype-limits"
+#ifdef __clang__
+#pragma clang diagnostic ignored "-Wtautological-constant-out-of-range-compare"
+#endif
 
-#define EW_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define EW_CLONES TPU_SIMD
 
 /* The parameters as the loop's parameter type S. */
 #define EW_PARAM(S, k)                                                                             \
@@ -190,5 +194,14 @@ static inline double ew_log1p_f64(double x) { return log1p(x); }
 #define EW_ERF(x) _Generic((x), float: ew_erff, double: ew_erf_f64)(x)
 static inline double ew_normal_cdf_f64(double x) { return 0.5 * (1 + erf(x * M_SQRT1_2)); }
 #define EW_NORMAL_CDF(x) _Generic((x), float: ew_normal_cdff, double: ew_normal_cdf_f64)(x)
+
+/* The result r of a math function of x, with a NaN it makes from a number (x outside its domain:
+ * log2(-1), sqrt(-1), asin(2), sin(inf)) made the positive quiet NaN, CUDA's default NaN: x86's
+ * default NaN is negative, and libm returns either sign. A NaN x passes through as it is. */
+static inline float ew_domain_nanf(float x, float r) { return r != r && x == x ? NAN : r; }
+static inline double ew_domain_nan_f64(double x, double r) {
+  return r != r && x == x ? (double)NAN : r;
+}
+#define EW_DOMAIN(x, r) _Generic((r), float: ew_domain_nanf, double: ew_domain_nan_f64)(x, r)
 
 #endif

@@ -111,7 +111,7 @@ EW_KERNEL(tpu_kernel_copysign, copysign_op)
 #define POWI(D, T, U, unused)                                                                      \
   static inline T powi_##D(T a, T b) {                                                             \
     if (b < 0)                                                                                     \
-      return a == 1 ? 1 : a == -1 ? ((0 - (int64_t)b) % 2 ? (T)-1 : 1) : 0;                        \
+      return a == 1 ? 1 : a == -1 ? ((U)b & 1 ? (T)-1 : 1) : 0; /* b's parity: -b may overflow */ \
     U result = 1, base = (U)a;                                                                     \
     for (U e = (U)b; e; e >>= 1) {                                                                 \
       if (e & 1)                                                                                   \
@@ -123,7 +123,9 @@ EW_KERNEL(tpu_kernel_copysign, copysign_op)
 EW_INTS(POWI, unused)
 #define POWI_LOOP(D, T, U, op) EW_GEN2(D, T, U, op, powi_##D(a, b))
 EW_INTS(POWI_LOOP, pow)
-EW_FLOATS(EW_GEN2, pow, pow(a, b))
+/* pow's NaN from two numbers (a negative base, a fraction exponent) is the positive one: a + b is
+ * NaN when an input is, which then passes through. */
+EW_FLOATS(EW_GEN2, pow, EW_DOMAIN(a + b, pow(a, b)))
 static const tpu_ew_op pow_op = {.loops = {EW_FLOATS(EW_ENTRY, pow) EW_INTS(EW_ENTRY, pow)}};
 EW_KERNEL(tpu_kernel_pow, pow_op)
 

@@ -8,6 +8,9 @@
   static const tpu_ew_op op##_op = {.loops = {EW_FLOATS(EW_ENTRY, op)}};                           \
   EW_KERNEL(kernel, op##_op)
 
+/* A math function with a domain: the NaN it makes from a number is the positive one (EW_DOMAIN). */
+#define DOMAIN_UNARY(op, kernel, expr) FLOAT_UNARY(op, kernel, EW_DOMAIN(a, expr))
+
 /* Ops that are the identity on integers (rounding) or defined for them by their own expression. */
 #define ALL_UNARY(op, kernel, fexpr, iexpr)                                                        \
   EW_FLOATS(EW_GEN1, op, fexpr)                                                                    \
@@ -32,24 +35,24 @@ static const tpu_ew_op sign_op = {
     .loops = {EW_FLOATS(EW_ENTRY, sign) EW_INTS(EW_ENTRY, sign) EW_BOOLS(EW_ENTRY, sign)}};
 EW_KERNEL(tpu_kernel_sign, sign_op)
 
-FLOAT_UNARY(sqrt, tpu_kernel_sqrt, sqrt(a))
-FLOAT_UNARY(rsqrt, tpu_kernel_rsqrt, 1 / sqrt(a))
+DOMAIN_UNARY(sqrt, tpu_kernel_sqrt, sqrt(a))
+DOMAIN_UNARY(rsqrt, tpu_kernel_rsqrt, 1 / sqrt(a))
 FLOAT_UNARY(reciprocal, tpu_kernel_reciprocal, 1 / a)
 FLOAT_UNARY(exp, tpu_kernel_exp, EW_EXP(a))
 FLOAT_UNARY(exp2, tpu_kernel_exp2, exp2(a))
 FLOAT_UNARY(expm1, tpu_kernel_expm1, expm1(a))
-FLOAT_UNARY(log, tpu_kernel_log, EW_LOG(a))
-FLOAT_UNARY(log2, tpu_kernel_log2, log2(a))
-FLOAT_UNARY(log10, tpu_kernel_log10, log10(a))
-FLOAT_UNARY(log1p, tpu_kernel_log1p, EW_LOG1P(a))
-FLOAT_UNARY(sin, tpu_kernel_sin, sin(a))
-FLOAT_UNARY(cos, tpu_kernel_cos, cos(a))
-FLOAT_UNARY(tan, tpu_kernel_tan, tan(a))
+DOMAIN_UNARY(log, tpu_kernel_log, EW_LOG(a))
+DOMAIN_UNARY(log2, tpu_kernel_log2, log2(a))
+DOMAIN_UNARY(log10, tpu_kernel_log10, log10(a))
+DOMAIN_UNARY(log1p, tpu_kernel_log1p, EW_LOG1P(a))
+DOMAIN_UNARY(sin, tpu_kernel_sin, sin(a))
+DOMAIN_UNARY(cos, tpu_kernel_cos, cos(a))
+DOMAIN_UNARY(tan, tpu_kernel_tan, tan(a))
 FLOAT_UNARY(tanh, tpu_kernel_tanh, EW_TANH(a))
 FLOAT_UNARY(sinh, tpu_kernel_sinh, sinh(a))
 FLOAT_UNARY(cosh, tpu_kernel_cosh, cosh(a))
-FLOAT_UNARY(asin, tpu_kernel_asin, asin(a))
-FLOAT_UNARY(acos, tpu_kernel_acos, acos(a))
+DOMAIN_UNARY(asin, tpu_kernel_asin, asin(a))
+DOMAIN_UNARY(acos, tpu_kernel_acos, acos(a))
 FLOAT_UNARY(atan, tpu_kernel_atan, atan(a))
 FLOAT_UNARY(erf, tpu_kernel_erf, EW_ERF(a))
 FLOAT_UNARY(erfc, tpu_kernel_erfc, erfc(a))
@@ -94,9 +97,9 @@ static double erfinv_f64(double y) {
 FLOAT_UNARY(erfinv, tpu_kernel_erfinv, (T)erfinv_f64(a))
 
 /* logit with s0 = eps (negative: none): the input clamped to [eps, 1 - eps] first. */
-FLOAT_UNARY(logit, tpu_kernel_logit,
-            log((s0 < 0 ? a : a < s0 ? s0 : a > 1 - s0 ? 1 - s0 : a) /
-                (1 - (s0 < 0 ? a : a < s0 ? s0 : a > 1 - s0 ? 1 - s0 : a))))
+DOMAIN_UNARY(logit, tpu_kernel_logit,
+             log((s0 < 0 ? a : a < s0 ? s0 : a > 1 - s0 ? 1 - s0 : a) /
+                 (1 - (s0 < 0 ? a : a < s0 ? s0 : a > 1 - s0 ? 1 - s0 : a))))
 FLOAT_UNARY(round_decimals, tpu_kernel_round_decimals,
             s1 != 0 ? nearbyint(a / s0) * s0 : nearbyint(a * s0) / s0)
 
@@ -105,11 +108,11 @@ FLOAT_UNARY(round_decimals, tpu_kernel_round_decimals,
 #define POW_FORMS(D, T, U, unused)                                                                 \
   EW_LOOP1(pow_sq_##D, T, U, T, T, a * a)                                                          \
   EW_LOOP1(pow_cube_##D, T, U, T, T, a * a * a)                                                    \
-  EW_LOOP1(pow_sqrt_##D, T, U, T, T, sqrt(a))                                                      \
-  EW_LOOP1(pow_rsqrt_##D, T, U, T, T, 1 / sqrt(a))                                                 \
+  EW_LOOP1(pow_sqrt_##D, T, U, T, T, EW_DOMAIN(a, sqrt(a)))                                        \
+  EW_LOOP1(pow_rsqrt_##D, T, U, T, T, EW_DOMAIN(a, 1 / sqrt(a)))                                   \
   EW_LOOP1(pow_recip_##D, T, U, T, T, 1 / a)                                                       \
   EW_LOOP1(pow_rsq_##D, T, U, T, T, 1 / (a * a))                                                   \
-  EW_LOOP1(pow_any_##D, T, U, T, T, pow(a, s0))                                                    \
+  EW_LOOP1(pow_any_##D, T, U, T, T, EW_DOMAIN(a + s0, pow(a, s0)))                                 \
   static void pow_scalar_##D(char **data, int64_t n, const tpu_ew_ctx *P) {                        \
     T e = EW_PARAM(T, 0);                                                                          \
     tpu_ew_loop loop = e == 2 ? pow_sq_##D : e == 3 ? pow_cube_##D : e == 0.5 ? pow_sqrt_##D       \

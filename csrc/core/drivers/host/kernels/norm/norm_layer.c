@@ -62,6 +62,16 @@ static const void *param(const norm_job *j, const tpu_tensor *t, void *buf) {
 static void forward_rows(const norm_job *j, int64_t r0, int64_t r1, char *ws) {
   const int64_t n = j->n, rb = n * 8;
   const rk_class c = j->cls;
+  if (n == 0) {
+    /* Rows of no element: nothing to read or write but the statistics of an empty row, as
+     * PyTorch's kernels compute them: mean 0, variance (and mean square) 0 / 0, so rstd NaN. */
+    for (int64_t r = r0; r < r1; r++) {
+      if (!j->rms)
+        rk_store(j->mean->dtype, row_at(&j->vmean, r), false, 0, 0);
+      rk_store(j->rstd->dtype, row_at(&j->vrstd, r), false, 0, NAN);
+    }
+    return;
+  }
   const void *w = param(j, j->w, ws), *b = j->rms ? NULL : param(j, j->b, ws + rb);
   const bool y_dense = nk_dense(c, j->y->dtype, j->vy.col);
   for (int64_t r = r0; r < r1; r++) {
@@ -70,15 +80,15 @@ static void forward_rows(const norm_job *j, int64_t r0, int64_t r1, char *ws) {
     void *y = y_dense ? (void *)out : ws + 3 * rb;
     double rstd, mean = 0;
     if (j->rms) {
-      double ms = n ? nk_dot(c, x, x, n) / (double)n : NAN;
+      double ms = nk_dot(c, x, x, n) / (double)n;
       rstd = c == RK_F ? (double)(1.0f / sqrtf((float)ms + (float)j->call->scalars[0].f))
                        : 1.0 / sqrt(ms + j->call->scalars[0].f);
       nk_affine(c, y, x, n, rstd, 0, w, NULL);
     } else {
-      mean = n ? nk_sum(c, x, n) / (double)n : NAN;
+      mean = nk_sum(c, x, n) / (double)n;
       if (c == RK_F)
         mean = (float)mean;
-      double var = n ? nk_sq_dev(c, x, n, mean) / (double)n : NAN;
+      double var = nk_sq_dev(c, x, n, mean) / (double)n;
       var = var > 0 ? var : var == var ? 0 : var;
       rstd = c == RK_F ? (double)(1.0f / sqrtf((float)var + (float)j->call->scalars[0].f))
                        : 1.0 / sqrt(var + j->call->scalars[0].f);
