@@ -9,7 +9,7 @@ INSTALL_STAMP := $(VENV)/.torch-tpu-installed
 SOURCES := $(shell find csrc src -type f \( -name '*.c' -o -name '*.h' -o -name '*.cpp' -o -name '*.py' \)) CMakeLists.txt pyproject.toml
 JOBS ?= $(shell nproc)
 
-.PHONY: setup demo test core-tests core-tests-sanitized pytest lint bench bench-full clean
+.PHONY: setup demo test core-tests core-tests-sanitized core-tests-tsan fault-injection fuzz-core fuzz pytest lint bench bench-full clean
 
 setup: $(INSTALL_STAMP)
 
@@ -43,6 +43,50 @@ core-tests-sanitized: $(DEPS_STAMP)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		ctest --test-dir build/core-sanitized --output-on-failure
 
+# ThreadSanitizer over the same tests (streams' workers, the host driver's pool and the threads
+# that launch), optimized as TSan advises: at -O0 it runs several times slower. The first report
+# fails the test; there are no suppressions.
+core-tests-tsan: $(DEPS_STAMP)
+	cmake -S . -B build/core-tsan -G Ninja -DTPU_BUILD_EXTENSION=OFF -DTPU_WERROR=ON \
+		-DTPU_TSAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build build/core-tsan -j $(JOBS)
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+		ctest --test-dir build/core-tsan --output-on-failure
+
+# Each allocation of the core failed in turn (csrc/core/tests/fault_injection.c), under ASan and
+# UBSan so that a leak or a stale pointer a failure leaves behind is caught.
+fault-injection: $(DEPS_STAMP)
+	cmake -S . -B build/fault -G Ninja -DTPU_BUILD_EXTENSION=OFF -DTPU_WERROR=ON \
+		-DTPU_SANITIZE=ON -DTPU_FAULT_INJECTION=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	cmake --build build/fault -j $(JOBS) --target test_fault_injection
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		ctest --test-dir build/fault -R '^test_fault_injection$$' --output-on-failure
+
+# Coverage-guided fuzzing of the core (csrc/core/fuzz/README.md): clang builds the libFuzzer targets
+# under ASan and UBSan (apt-get installs it when missing, as setup installs the Python packages),
+# then each target runs FUZZ_CORE_SECONDS over its committed seed corpus; a crash, a leak or a
+# broken check fails, its reproducer left in build/fuzz/crashes. `make test` runs each for
+# FUZZ_CORE_TEST_SECONDS.
+FUZZ_CORE_SECONDS ?= 60
+FUZZ_CORE_TEST_SECONDS ?= 20
+FUZZ_CORE_TARGETS := fuzz_view fuzz_iter fuzz_graph
+
+fuzz-core:
+	@command -v clang >/dev/null || { apt-get update -qq && apt-get install -y -qq clang >/dev/null; }
+	cmake -S . -B build/fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DTPU_BUILD_EXTENSION=OFF \
+		-DTPU_LIBFUZZER=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build build/fuzz -j $(JOBS) --target $(FUZZ_CORE_TARGETS)
+	@mkdir -p build/fuzz/crashes
+	@for t in $(FUZZ_CORE_TARGETS); do \
+		mkdir -p build/fuzz/corpus/$$t; \
+		echo "fuzz-core: $$t for $(FUZZ_CORE_SECONDS) s"; \
+		build/fuzz/csrc/core/fuzz/$$t -max_total_time=$(FUZZ_CORE_SECONDS) -timeout=10 \
+			-print_final_stats=1 -artifact_prefix=build/fuzz/crashes/$$t- \
+			build/fuzz/corpus/$$t csrc/core/fuzz/corpus/$$t >build/fuzz/$$t.log 2>&1 \
+			|| { tail -n 80 build/fuzz/$$t.log; exit 1; }; \
+		grep -E '^stat::(number_of_executed_units|average_exec_per_sec)' build/fuzz/$$t.log; \
+	done
+
 pytest: setup
 	$(VENV)/bin/pytest -q -n $(JOBS) --dist loadfile
 
@@ -58,13 +102,24 @@ lint: $(DEPS_STAMP)
 	$(VENV)/bin/ruff check src tests examples bench
 	$(VENV)/bin/ruff format --check src tests examples bench
 
-test: core-tests core-tests-sanitized lint pytest
+test: FUZZ_CORE_SECONDS = $(FUZZ_CORE_TEST_SECONDS)
+test: core-tests core-tests-sanitized core-tests-tsan fault-injection fuzz-core lint pytest
 
 bench: setup
 	$(PY) -m bench.run --quick
 
 bench-full: setup
 	$(PY) -m bench.run --full
+
+# The differential fuzzer (tests/fuzz/): random op programs on CPU and on tpu in every eager mode,
+# each difference grouped, shrunk and printed as a reproducer; fails on a difference that
+# tests/fuzz/known.py does not list. FUZZ_SECONDS is the budget: the default runs about 100,000
+# programs in each of debug, strict and fused mode on one core (see tests/fuzz/__init__.py).
+FUZZ_SECONDS ?= 420
+FUZZ_SEED ?= 20
+FUZZ_JOBS ?= 1
+fuzz: setup
+	$(PY) -m tests.fuzz --seconds $(FUZZ_SECONDS) --seed $(FUZZ_SEED) --jobs $(FUZZ_JOBS)
 
 clean:
 	rm -rf build

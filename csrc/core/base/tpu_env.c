@@ -15,7 +15,8 @@ static const tpu_env_var registry[] = {
      TPU_ENV_STABLE},
     {"TORCH_TPU_DEVICE_MEMORY", "min(16GiB, RAM/2/chips)",
      "Memory capacity of each simulated chip, e.g. 512MiB or 8GiB. Allocations past it raise "
-     "torch.OutOfMemoryError.",
+     "torch.OutOfMemoryError. Under an address-space limit (ulimit -v) every chip's capacity "
+     "shrinks to what the address space can hold.",
      TPU_ENV_STABLE},
     {"TORCH_TPU_LAUNCH_BLOCKING", "0",
      "1 runs every op synchronously on the calling thread, so errors surface at the op (debug "

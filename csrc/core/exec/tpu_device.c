@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "drivers/tpu_driver.h"
+#include "mem/tpu_reserve.h"
 
 /* One segment of the caching allocator: a smaller chip could not hold a single allocation. */
 #define TPU_MIN_CAPACITY (2ull << 20)
@@ -34,13 +35,19 @@ static void registry_init(void) {
     int count = driver->device_count();
     device_count = count < 0 ? 0 : count > TPU_MAX_DEVICES ? TPU_MAX_DEVICES : count;
   }
+  size_t capacities[TPU_MAX_DEVICES];
   for (int d = 0; d < device_count; d++) {
     driver->device_props(d, &props[d]);
     if (props[d].memory_bytes < TPU_MIN_CAPACITY)
       props[d].memory_bytes = TPU_MIN_CAPACITY;
     if (props[d].memory_bytes > SIZE_MAX / 4)
       props[d].memory_bytes = SIZE_MAX / 4; /* the arena reserves twice this; keep that representable */
+    capacities[d] = props[d].memory_bytes;
   }
+  /* Under an address-space limit the chips get what their reservations can hold. */
+  tpu_reserve_plan(device_count, capacities);
+  for (int d = 0; d < device_count; d++)
+    props[d].memory_bytes = capacities[d];
   pthread_atfork(NULL, NULL, atfork_child);
 }
 

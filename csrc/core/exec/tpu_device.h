@@ -35,7 +35,8 @@ int tpu_device_count(void);
  * fails in a child forked after init. */
 tpu_status tpu_device_check(int device);
 
-/* Memory capacity of a chip in bytes: at least one 2 MiB segment; 0 for an invalid index. */
+/* Memory capacity of a chip in bytes: at least one 2 MiB segment, and under an address-space limit
+ * no more than its arena can hold (mem/tpu_reserve.h); 0 for an invalid index. */
 size_t tpu_device_capacity(int device);
 
 /* The driver's properties of a chip (name, capacity, kind), or NULL for an invalid index. */

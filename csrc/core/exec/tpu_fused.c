@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -172,10 +173,13 @@ static tpu_status add_node(fused_state *st, tpu_op_call *call) {
   return status;
 }
 
-/* Adds recipe i (exec/tpu_remat.h) to the open graph, after the recipes of the results it reads. */
+/* Adds recipe i (exec/tpu_remat.h) to the open graph, after the recipes of the results it reads.
+ * A recipe that cannot be added whole (out of host memory) poisons its result: the value is lost,
+ * and what reads it gets the error (tpu_buffer_check_poison) instead of memory nothing wrote. */
 static tpu_status emit_recipe(fused_state *st, int i) {
   tpu_remat *r = tpu_remat_take(&st->remat, i);
   tpu_remat_count(r);
+  const char *name = tpu_op_name(r->calls[r->n_calls - 1]->op);
   tpu_status status = TPU_OK;
   for (int k = 0; status == TPU_OK && k < r->n_calls; k++) {
     const tpu_op_call *c = r->calls[k];
@@ -187,6 +191,8 @@ static tpu_status emit_recipe(fused_state *st, int i) {
       r->calls[k] = NULL;
     }
   }
+  if (status != TPU_OK)
+    tpu_buffer_poison(r->target, name, tpu_last_error());
   tpu_remat_free(r);
   return status;
 }
@@ -204,20 +210,21 @@ static tpu_status emit_for(fused_state *st, const tpu_op_call *call) {
   return status;
 }
 
-/* Every recipe whose result is still referenced, before a cut. */
-static tpu_status emit_all(fused_state *st) {
+/* Every recipe whose result is still referenced, before a cut. One that cannot be added poisons
+ * its result (emit_recipe); the others still go in, and the cut goes on. */
+static void emit_all(fused_state *st) {
   tpu_remat_prune(&st->remat);
-  tpu_status status = TPU_OK;
-  while (status == TPU_OK && st->remat.n)
-    status = emit_recipe(st, 0);
-  return status;
+  while (st->remat.n)
+    emit_recipe(st, 0);
 }
 
 tpu_status tpu_fused_add(tpu_stream *s, tpu_op_call *call) {
   if (!call)
     return tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot allocate an op call");
   fused_state *st = state_of(s);
-  if (!st || !deferrable(call)) {
+  /* Without a pending range (an address-space limit) fused mode is off: calls launch, as in
+   * strict mode. */
+  if (!st || !deferrable(call) || !tpu_buffer_pending_supported(tpu_stream_device(s))) {
     tpu_status status = st ? flush_state(st, TPU_CUT_UNDEFERRABLE) : TPU_OK;
     if (status != TPU_OK) {
       tpu_op_call_free(call);
@@ -263,11 +270,25 @@ static void mark_needed(tpu_graph *g) {
 typedef struct flushed {
   tpu_graph *graph;
   tpu_compile_entry *entry;
+  bool ran;
 } flushed;
 
 static tpu_status run_flushed(void *arg) {
   flushed *f = arg;
+  f->ran = true;
   return tpu_driver()->graph_run(tpu_compile_entry_plan(f->entry), f->graph);
+}
+
+/* The outputs of a cut graph that will not run: nothing will write them, so each is poisoned with
+ * `message` (a read raises it, tpu_buffer_check_poison) rather than left to be read as memory
+ * nothing wrote. */
+static void poison_outputs(const tpu_graph *g, const char *message) {
+  for (int n = 0; n < g->n_nodes; n++) {
+    const tpu_op_call *c = g->nodes[n].call;
+    for (int k = 0; k < c->n_outputs; k++)
+      if (c->tensors[c->n_inputs + k].buf)
+        tpu_buffer_poison(c->tensors[c->n_inputs + k].buf, tpu_op_name(c->op), message);
+  }
 }
 
 /* The compile cache's compile callback: the driver's graph_compile (ctx is the driver). */
@@ -294,8 +315,12 @@ static void free_cut_graph(tpu_graph *g, int from) {
   tpu_graph_free(g);
 }
 
+/* After the run, or instead of it when the stream could not take it (tpu_stream_submit calls this
+ * with its error set). */
 static void done_flushed(void *arg) {
   flushed *f = arg;
+  if (!f->ran)
+    poison_outputs(f->graph, tpu_last_error());
   tpu_graph_free(f->graph);
   if (f->entry)
     tpu_compile_entry_release(f->entry);
@@ -376,53 +401,61 @@ static tpu_status plan_memory(const tpu_driver_i *drv, const void *plan, const t
 
 /* At the backward_start cut: the forward's results the backward reads again are computed again
  * there (exec/tpu_remat.h); they stay pending buffers of this stream's graphs. */
-static tpu_status extract_recipes(fused_state *st, tpu_graph *g) {
+static void extract_recipes(fused_state *st, tpu_graph *g) {
   int first = st->remat.n;
-  tpu_status status = tpu_remat_extract(g, &st->remat);
+  tpu_remat_extract(g, &st->remat);
   for (int i = first; i < st->remat.n; i++)
     tpu_buffer_set_materializer(st->remat.items[i]->target, materialize_graph, st);
-  return status;
+}
+
+/* A cut graph that cannot run (planning or memory failed with `status`): its outputs are poisoned,
+ * its nodes from `released` on drop their buffers, and the error returns. */
+static tpu_status drop_cut_graph(tpu_graph *g, int released, tpu_status status) {
+  char message[1024];
+  snprintf(message, sizeof message, "%s", tpu_last_error());
+  poison_outputs(g, message);
+  free_cut_graph(g, released);
+  return tpu_error(status, "%s", message);
 }
 
 static tpu_status flush_state(fused_state *st, tpu_cut_reason reason) {
   pthread_mutex_lock(&st->mu);
-  tpu_status status = emit_all(st);
+  emit_all(st);
   tpu_graph *g = st->graph;
   st->graph = NULL;
   if (g)
     for (int s = 0; s < g->n_slots; s++)
       if (!g->slots[s].host)
         tpu_buffer_set_materializer((tpu_buffer *)g->slots[s].key, NULL, NULL);
-  if (g && status == TPU_OK && reason == TPU_CUT_BACKWARD_START)
-    status = extract_recipes(st, g);
+  /* Recomputing only saves memory: out of host memory, the graph keeps the results it could not
+   * take out (tpu_remat_extract leaves both consistent) and runs all the same. */
+  if (g && reason == TPU_CUT_BACKWARD_START)
+    extract_recipes(st, g);
   pthread_mutex_unlock(&st->mu);
   if (!g)
-    return status;
+    return TPU_OK;
   atomic_fetch_add(&cut_counts[reason], 1);
   atomic_fetch_add(&cut_nodes, (uint64_t)g->n_nodes);
-  flushed *f = calloc(1, sizeof *f);
-  if (!f) {
-    free_cut_graph(g, 0);
-    return tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot allocate a fused graph's work");
-  }
   const tpu_driver_i *drv = tpu_driver(); /* a graph holds nodes, so a driver is in use */
-  if (status == TPU_OK && drv->graph_optimize)
-    status = drv->graph_optimize(&g);
-  f->graph = g;
+  tpu_status status = drv->graph_optimize ? drv->graph_optimize(&g) : TPU_OK;
   mark_needed(g);
   tpu_compile_cache *cache = tpu_compile_cache_global();
+  tpu_compile_entry *entry = NULL;
   if (status == TPU_OK)
-    status = cache ? tpu_compile_cache_lookup(cache, g, compile_graph, (void *)drv, &f->entry)
+    status = cache ? tpu_compile_cache_lookup(cache, g, compile_graph, (void *)drv, &entry)
                    : tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot create the compile cache");
   int released = 0;
   if (status == TPU_OK)
-    status = plan_memory(drv, tpu_compile_entry_plan(f->entry), g, &released);
+    status = plan_memory(drv, tpu_compile_entry_plan(entry), g, &released);
+  flushed *f = status == TPU_OK ? calloc(1, sizeof *f) : NULL;
+  if (status == TPU_OK && !f)
+    status = tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot allocate a fused graph's work");
   if (status != TPU_OK) {
-    for (int n = released; n < g->n_nodes; n++)
-      release_node(g, n);
-    done_flushed(f);
-    return status;
+    if (entry)
+      tpu_compile_entry_release(entry);
+    return drop_cut_graph(g, released, status);
   }
+  *f = (flushed){.graph = g, .entry = entry};
   return tpu_stream_submit(st->stream, "fused graph", run_flushed, done_flushed, f);
 }
 

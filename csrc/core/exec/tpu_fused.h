@@ -67,7 +67,9 @@ tpu_eager_mode tpu_stream_eager_mode(tpu_stream *stream);
 
 /* Records `call` as the next node of the stream's open graph, taking ownership of it in every case.
  * Validates it as a launch does and counts it as a native call. A call that cannot wait (see
- * TPU_CUT_UNDEFERRABLE) cuts the graph and is launched. Cuts at TPU_FUSED_MAX_NODES. */
+ * TPU_CUT_UNDEFERRABLE) cuts the graph and is launched, and so is every call on a chip without a
+ * pending range (tpu_buffer_pending_supported: fused mode is off there). Cuts at
+ * TPU_FUSED_MAX_NODES. */
 tpu_status tpu_fused_add(tpu_stream *stream, tpu_op_call *call);
 
 /* Cuts the stream's open graph for `reason` and queues it (nothing when it is empty). An error of

@@ -26,7 +26,8 @@ typedef tpu_status (*tpu_work_run_fn)(void *ctx);
 /* Called once after the work ran (or was dropped), on the thread that ran it: frees `ctx`. */
 typedef void (*tpu_work_done_fn)(void *ctx);
 
-/* Stream `index` of `device`, or NULL when either is out of range. */
+/* Stream `index` of `device`, made on first use; NULL when either is out of range, or when out of
+ * host memory to make it. */
 tpu_stream *tpu_stream_get(int device, int index);
 
 /* Picks a stream for torch.tpu.Stream(): a fresh index while any are left, then round-robin over

@@ -206,15 +206,20 @@ void tpu_compile_cache_reset_stats(tpu_compile_cache *c) {
   pthread_mutex_unlock(&c->mu);
 }
 
-static tpu_compile_cache *global_cache;
-static pthread_once_t global_once = PTHREAD_ONCE_INIT;
-
-static void create_global(void) {
-  if (tpu_compile_cache_create(TPU_COMPILE_CACHE_CAPACITY, &global_cache) != TPU_OK)
-    global_cache = NULL;
-}
+/* Made on first use under global_mu; read without it once made. Not a pthread_once: a creation
+ * that runs out of memory must be tried again by the next use, not leave fused mode without a
+ * cache for the rest of the process. */
+static pthread_mutex_t global_mu = PTHREAD_MUTEX_INITIALIZER;
+static tpu_compile_cache *_Atomic global_cache;
 
 tpu_compile_cache *tpu_compile_cache_global(void) {
-  pthread_once(&global_once, create_global);
-  return global_cache;
+  tpu_compile_cache *c = atomic_load(&global_cache);
+  if (c)
+    return c;
+  pthread_mutex_lock(&global_mu);
+  c = atomic_load(&global_cache);
+  if (!c && tpu_compile_cache_create(TPU_COMPILE_CACHE_CAPACITY, &c) == TPU_OK)
+    atomic_store(&global_cache, c);
+  pthread_mutex_unlock(&global_mu);
+  return c;
 }

@@ -40,7 +40,7 @@ tpu_status tpu_compile_cache_create(size_t capacity, tpu_compile_cache **out);
 void tpu_compile_cache_destroy(tpu_compile_cache *cache);
 
 /* The process-wide cache every mode shares, created on first use with TPU_COMPILE_CACHE_CAPACITY
- * entries; NULL when out of host memory. */
+ * entries; NULL when out of host memory (the next call tries again). */
 tpu_compile_cache *tpu_compile_cache_global(void);
 
 /* Finds the entry for `graph`'s structure, or compiles it with compile(graph, ctx) and inserts it.

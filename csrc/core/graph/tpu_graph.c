@@ -56,25 +56,43 @@ static void table_insert(tpu_graph *g, int slot) {
   g->slot_table[i] = slot + 1;
 }
 
-/* Appends a slot for `key`; -1 when out of memory. */
-static int add_slot(tpu_graph *g, const void *key, bool host) {
-  if (g->n_slots == g->cap_slots) {
-    int cap = g->cap_slots ? 2 * g->cap_slots : 16;
+/* Room for one more node and for `n_tensors` more slots, so that adding a node, which takes a
+ * new slot at most for each of its tensors, cannot fail halfway. */
+static bool reserve(tpu_graph *g, int n_tensors) {
+  if (g->n_nodes == g->cap_nodes) {
+    int cap = g->cap_nodes ? 2 * g->cap_nodes : 16;
+    tpu_graph_node *nodes = realloc(g->nodes, (size_t)cap * sizeof *nodes);
+    if (!nodes)
+      return false;
+    g->nodes = nodes, g->cap_nodes = cap;
+  }
+  int want = g->n_slots + n_tensors;
+  if (want > g->cap_slots) {
+    int cap = g->cap_slots ? g->cap_slots : 16;
+    while (cap < want)
+      cap *= 2;
     tpu_graph_slot *slots = realloc(g->slots, (size_t)cap * sizeof *slots);
     if (!slots)
-      return -1;
+      return false;
     g->slots = slots, g->cap_slots = cap;
   }
-  if (2 * (g->n_slots + 1) > g->table_size) {
-    int size = g->table_size ? 2 * g->table_size : 32;
+  if (2 * want > g->table_size) {
+    int size = g->table_size ? g->table_size : 32;
+    while (size < 2 * want)
+      size *= 2;
     int32_t *table = calloc((size_t)size, sizeof *table);
     if (!table)
-      return -1;
+      return false;
     free(g->slot_table);
     g->slot_table = table, g->table_size = size;
     for (int s = 0; s < g->n_slots; s++)
       table_insert(g, s);
   }
+  return true;
+}
+
+/* Appends a slot for `key`, in the room reserve() made. */
+static int add_slot(tpu_graph *g, const void *key, bool host) {
   int s = g->n_slots++;
   g->slots[s] = (tpu_graph_slot){.key = key, .host = host, .latest_node = TPU_GRAPH_EXTERNAL};
   table_insert(g, s);
@@ -89,12 +107,12 @@ static bool is_call_scalar(const tpu_op_call *call, const tpu_tensor *t) {
   return !t->buf && p >= lo && p < lo + sizeof call->scalars;
 }
 
-/* Resolves tensor i of the node being added (index n) into refs[i]; false when out of memory. */
-static bool resolve(tpu_graph *g, int n, const tpu_op_call *call, int i, tpu_graph_ref *ref) {
+/* Resolves tensor i of the node being added (index n) into refs[i]. */
+static void resolve(tpu_graph *g, int n, const tpu_op_call *call, int i, tpu_graph_ref *ref) {
   const tpu_tensor *t = &call->tensors[i];
   if (is_call_scalar(call, t)) {
     *ref = (tpu_graph_ref){.slot = -1, .node = TPU_GRAPH_NO_SLOT};
-    return true;
+    return;
   }
   const void *key = t->buf ? (const void *)t->buf : t->host;
   int s = find_slot(g, key);
@@ -103,8 +121,6 @@ static bool resolve(tpu_graph *g, int n, const tpu_op_call *call, int i, tpu_gra
   if (s < 0) {
     fresh = output && t->buf && !tpu_buffer_is_live(t->buf) && !tpu_buffer_has_producer(t->buf);
     s = add_slot(g, key, !t->buf);
-    if (s < 0)
-      return false;
   }
   tpu_graph_slot *slot = &g->slots[s];
   *ref = (tpu_graph_ref){.slot = s,
@@ -115,7 +131,6 @@ static bool resolve(tpu_graph *g, int n, const tpu_op_call *call, int i, tpu_gra
     slot->latest_node = n;
     slot->latest_index = i - call->n_inputs;
   }
-  return true;
 }
 
 tpu_status tpu_graph_add(tpu_graph *g, tpu_op_call *call, uint8_t attr_scalars) {
@@ -123,23 +138,15 @@ tpu_status tpu_graph_add(tpu_graph *g, tpu_op_call *call, uint8_t attr_scalars) 
     return tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot allocate an op call");
   int n_tensors = call->n_inputs + call->n_outputs;
   tpu_graph_ref *refs = calloc((size_t)(n_tensors ? n_tensors : 1), sizeof *refs);
-  if (g->n_nodes == g->cap_nodes && refs) {
-    int cap = g->cap_nodes ? 2 * g->cap_nodes : 16;
-    tpu_graph_node *nodes = realloc(g->nodes, (size_t)cap * sizeof *nodes);
-    if (nodes)
-      g->nodes = nodes, g->cap_nodes = cap;
-  }
-  bool ok = refs && g->n_nodes < g->cap_nodes;
-  /* Inputs first: an in-place op's input reads the version its output then overwrites. */
-  for (int i = 0; ok && i < n_tensors; i++)
-    ok = resolve(g, g->n_nodes, call, i, &refs[i]);
-  if (!ok) {
-    /* Slots added so far stay (unused); outputs already recorded as latest point at a node that
-     * does not exist, so the graph is unusable: the caller must drop it. */
+  if (!refs || !reserve(g, n_tensors)) {
+    /* Nothing is added: the graph stays as it was. */
     free(refs);
     tpu_op_call_free(call);
     return tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot grow the graph");
   }
+  /* Inputs first: an in-place op's input reads the version its output then overwrites. */
+  for (int i = 0; i < n_tensors; i++)
+    resolve(g, g->n_nodes, call, i, &refs[i]);
   g->nodes[g->n_nodes++] = (tpu_graph_node){.call = call, .attr_scalars = attr_scalars,
                                             .refs = refs};
   return TPU_OK;

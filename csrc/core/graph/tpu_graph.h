@@ -78,7 +78,8 @@ void tpu_graph_free(tpu_graph *graph);
  * case; bit k of attr_scalars marks call->scalars[k] as an attribute that changes the structure
  * (e.g. a reduction's dimension), every other scalar is a runtime argument. Resolves each input to
  * the latest version of its slot, records each output as a new version (see the header comment),
- * and retains each new device buffer. TPU_ERR_OUT_OF_MEMORY when host memory runs out. */
+ * and retains each new device buffer. TPU_ERR_OUT_OF_MEMORY when host memory runs out: the node is
+ * then not added and the graph is unchanged. */
 tpu_status tpu_graph_add(tpu_graph *graph, tpu_op_call *call, uint8_t attr_scalars);
 
 /* Marks output `out` of node `node` as still referenced from outside the graph (needed) or not;

@@ -5,8 +5,9 @@
 
 #include "graph/tpu_graph.h"
 
-/* new_slot[s] for every slot, numbered by first appearance in the new order; slots no node uses
- * (left by a failed add) follow in their old order so their buffer references move too. */
+/* new_slot[s] for every slot, numbered by first appearance in the new order. Every slot has a
+ * node using it (tpu_graph_add adds a node whole or not at all); any other would follow in its old
+ * order, so that the numbering stays a permutation and its buffer reference moves too. */
 static void number_slots(const tpu_graph *g, const int *order, int32_t *new_slot) {
   int32_t next = 0;
   for (int s = 0; s < g->n_slots; s++)

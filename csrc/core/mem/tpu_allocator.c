@@ -414,9 +414,15 @@ tpu_status tpu_mem_alloc(int device, int stream, size_t nbytes, void **out) {
   pthread_mutex_lock(&dev->lock);
   if (!dev->arena) {
     /* Twice the capacity of address space, so that fragmentation of the range seldom stops what
-     * the capacity allows. */
+     * the capacity allows; the capacity alone when the process has mapped so much since the
+     * chips were read (mem/tpu_reserve.h) that twice no longer fits: the capacity stays one the
+     * arena holds. */
+    size_t capacity = tpu_device_capacity(device);
+    const tpu_driver_i *driver = tpu_driver();
     tpu_heap *arena;
-    st = tpu_driver()->arena_create(device, 2 * tpu_device_capacity(device), &arena);
+    st = driver->arena_create(device, 2 * capacity, &arena);
+    if (st != TPU_OK)
+      st = driver->arena_create(device, capacity, &arena);
     if (st == TPU_OK) {
       atomic_store(&dev->arena, arena);
       tpu_runtime_mark_initialized(); /* a child forked from here on would share this memory */

@@ -6,11 +6,15 @@
 
 #include "exec/tpu_stream.h"
 #include "mem/tpu_heap.h"
+#include "mem/tpu_reserve.h"
 #include "mem/tpu_treap.h"
 
-/* Address space only (MAP_NORESERVE): pages are committed when touched and discarded on
- * empty_cache, so reserving generously costs nothing. */
-#define HOST_RANGE ((size_t)64 << 30)
+/* The range is address space only (MAP_NORESERVE): pages are committed when touched and discarded
+ * on empty_cache. mem/tpu_reserve.h sizes it: 64 GiB, less under an address-space limit, but not
+ * below HOST_MIN_RANGE. The largest block is half the unlimited range, which also keeps its
+ * power-of-two size class representable. */
+#define HOST_MIN_RANGE ((size_t)64 << 20)
+#define HOST_MAX_BLOCK ((size_t)32 << 30)
 
 #define HOST_CLASSES 64 /* one free list per power of two */
 
@@ -128,12 +132,13 @@ tpu_status tpu_host_alloc(size_t nbytes, void **out) {
   if (!out)
     return tpu_error(TPU_ERR_VALUE, "tpu_host_alloc: no output pointer");
   *out = NULL;
-  if (nbytes > HOST_RANGE / 2)
+  if (nbytes > HOST_MAX_BLOCK)
     return tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of pinned memory", nbytes);
+  size_t range = tpu_reserve_host_bytes();
   host_lock();
   tpu_status st = TPU_OK;
   if (!host.heap)
-    st = tpu_heap_create(HOST_RANGE, true, &host.heap);
+    st = tpu_reserve_heap(range, HOST_MIN_RANGE, true, &host.heap);
   host_block *b = NULL;
   if (st == TPU_OK) {
     size_t size = nbytes < host.page ? host.page : (size_t)1 << size_class(nbytes);

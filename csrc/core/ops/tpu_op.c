@@ -125,11 +125,17 @@ static tpu_status run_call(void *arg) {
     tpu_buffer *b = call->tensors[i].buf;
     const char *poison = b ? tpu_buffer_poison_message(b) : NULL;
     if (poison) {
-      /* The failure was reported when it happened; pass the invalid contents on, quietly. */
-      for (int o = call->n_inputs; o < n_tensors(call); o++)
+      /* The failure was reported when it happened; pass the invalid contents on, quietly. Host
+       * memory cannot carry the poison: a copy there fails with it instead of leaving the memory
+       * as it was, unwritten. */
+      bool host_output = false;
+      for (int o = call->n_inputs; o < n_tensors(call); o++) {
         if (call->tensors[o].buf)
           tpu_buffer_poison(call->tensors[o].buf, name, poison);
-      return TPU_OK;
+        else
+          host_output = true;
+      }
+      return host_output ? tpu_error(TPU_ERR_RUNTIME, "%s", poison) : TPU_OK;
     }
   }
   tpu_op_debug debug;
@@ -196,9 +202,11 @@ tpu_status tpu_op_launch(tpu_stream *stream, tpu_op_call *call) {
 tpu_status tpu_op_launch_sync(tpu_stream *stream, tpu_op_call *call) {
   if (!call)
     return tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot allocate an op call");
+  /* Pending inputs too: a fused graph that could not be cut poisons its outputs before any has
+   * memory (exec/tpu_fused.h). */
   tpu_status st = tpu_stream_synchronize(stream);
   for (int i = 0; st == TPU_OK && i < call->n_inputs; i++)
-    if (call->tensors[i].buf && tpu_buffer_is_live(call->tensors[i].buf))
+    if (call->tensors[i].buf)
       st = tpu_buffer_check_poison(call->tensors[i].buf);
   if (st != TPU_OK) {
     tpu_op_call_free(call);

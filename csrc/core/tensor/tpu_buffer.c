@@ -10,6 +10,7 @@
 #include "exec/tpu_stream.h"
 #include "mem/tpu_allocator.h"
 #include "mem/tpu_heap.h"
+#include "mem/tpu_reserve.h"
 #include "ops/tpu_op.h"
 
 struct tpu_buffer {
@@ -28,13 +29,62 @@ struct tpu_buffer {
   _Atomic(char *) poison;       /* message of the failed async op that wrote it, or NULL */
 };
 
+/* The poison of a buffer whose message could not be allocated: the contents are invalid all the
+ * same, and a read must say so. Never freed. */
+static char poison_without_message[] =
+    "tensor contents are invalid: a tpu op writing them failed (out of host memory to say which)";
+
 /* Identities of pending buffers come from an inaccessible range per chip, so a stray dereference
- * faults instead of reading another tensor's memory. Its size only bounds how many pending bytes
- * can exist at once. */
-#define PENDING_RANGE_BYTES (1ull << 40)
+ * faults instead of reading another tensor's memory. Its size (mem/tpu_reserve.h) only bounds how
+ * many pending bytes can exist at once; under an address-space limit it may shrink to an eighth
+ * of the planned size, and below that the chip has no pending range: fused mode is off there. */
+#define PENDING_MIN_FRACTION 8
 
 static pthread_mutex_t pending_mu = PTHREAD_MUTEX_INITIALIZER;
 static tpu_heap *pending_heaps[TPU_MAX_DEVICES];
+/* 0 until the first use, then 1 with a range or -1 without one (never tried again); written
+ * under pending_mu, read without it by every fused-mode call (tpu_buffer_pending_supported). */
+static atomic_int pending_state[TPU_MAX_DEVICES];
+static pthread_once_t refusal_warning = PTHREAD_ONCE_INIT;
+static size_t refused_bytes;
+
+static void warn_refusal(void) {
+  fprintf(stderr,
+          "torch_tpu: warning: fused mode is off: %zu bytes of address space for the identities "
+          "of pending buffers cannot be reserved (an address-space limit such as ulimit -v?); "
+          "ops of fused mode run as in strict mode\n",
+          refused_bytes);
+}
+
+/* With pending_mu held: the chip's pending range, reserved on first use; NULL when the address
+ * space cannot hold one, which is warned about once in the process. */
+static tpu_heap *pending_heap_locked(int device) {
+  if (atomic_load(&pending_state[device]) == 0) {
+    size_t bytes = tpu_reserve_pending_bytes(device);
+    if (tpu_reserve_heap(bytes, bytes / PENDING_MIN_FRACTION, false, &pending_heaps[device]) ==
+        TPU_OK) {
+      atomic_store(&pending_state[device], 1);
+    } else {
+      atomic_store(&pending_state[device], -1);
+      refused_bytes = bytes;
+      pthread_once(&refusal_warning, warn_refusal);
+    }
+  }
+  return pending_heaps[device];
+}
+
+bool tpu_buffer_pending_supported(int device) {
+  if (tpu_device_check(device) != TPU_OK)
+    return false;
+  int state = atomic_load(&pending_state[device]);
+  if (state == 0) {
+    pthread_mutex_lock(&pending_mu);
+    state = pending_heap_locked(device) ? 1 : -1;
+    pthread_mutex_unlock(&pending_mu);
+  }
+  return state > 0;
+}
+
 /* Serializes materialization, so two threads reading one pending buffer run its producer once;
  * recursive because materializing a producer materializes its pending inputs. */
 static pthread_mutex_t materialize_mu = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
@@ -76,17 +126,18 @@ tpu_status tpu_buffer_create_pending(int device, int stream, size_t nbytes, tpu_
   if (!b)
     return tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot allocate a buffer descriptor");
   pthread_mutex_lock(&pending_mu);
-  if (!pending_heaps[device])
-    st = tpu_heap_create(PENDING_RANGE_BYTES, false, &pending_heaps[device]);
-  if (st == TPU_OK)
-    b->identity = tpu_heap_alloc(pending_heaps[device], nbytes ? nbytes : 1, 64);
+  tpu_heap *heap = pending_heap_locked(device);
+  if (heap)
+    b->identity = tpu_heap_alloc(heap, nbytes ? nbytes : 1, 64);
   pthread_mutex_unlock(&pending_mu);
-  if (st != TPU_OK || !b->identity) {
+  if (!heap) {
     free(b);
-    return st != TPU_OK ? st
-                        : tpu_error(TPU_ERR_OUT_OF_MEMORY,
-                                    "no address range left for a pending buffer of %zu bytes",
-                                    nbytes);
+    return tpu_buffer_create(device, stream, nbytes, out); /* fused mode is off on this chip */
+  }
+  if (!b->identity) {
+    free(b);
+    return tpu_error(TPU_ERR_OUT_OF_MEMORY,
+                     "no address range left for a pending buffer of %zu bytes", nbytes);
   }
   *out = b;
   return TPU_OK;
@@ -155,8 +206,19 @@ tpu_status tpu_buffer_materialize(tpu_buffer *b) {
       tpu_op_call *producer = b->producer;
       b->producer = NULL;
       atomic_store(&b->live, true);
-      if (producer)
-        st = tpu_op_launch(tpu_stream_get(b->device, b->stream), producer);
+      if (producer) {
+        /* The buffer is live now: if its producer cannot launch, nothing will write it. */
+        const char *name = tpu_op_name(producer->op);
+        tpu_stream *stream = tpu_stream_get(b->device, b->stream);
+        if (stream) {
+          st = tpu_op_launch(stream, producer);
+        } else {
+          tpu_op_call_free(producer);
+          st = tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot allocate a stream");
+        }
+        if (st != TPU_OK)
+          tpu_buffer_poison(b, name, tpu_last_error());
+      }
     }
   }
   pthread_mutex_unlock(&materialize_mu);
@@ -186,7 +248,9 @@ void tpu_buffer_retain(tpu_buffer *b) { atomic_fetch_add(&b->refcount, 1); }
 void tpu_buffer_release(tpu_buffer *b) {
   if (atomic_fetch_sub(&b->refcount, 1) != 1)
     return;
-  free(atomic_load(&b->poison));
+  char *poison = atomic_load(&b->poison);
+  if (poison != poison_without_message)
+    free(poison);
   free(b);
 }
 
@@ -228,11 +292,13 @@ void tpu_buffer_release_storage(tpu_buffer *b) {
 void tpu_buffer_poison(tpu_buffer *b, const char *op, const char *message) {
   size_t len = strlen(op) + strlen(message) + 64;
   char *text = malloc(len);
-  if (!text)
-    return;
-  snprintf(text, len, "tensor contents are invalid: tpu op '%s' failed: %s", op, message);
+  if (text)
+    snprintf(text, len, "tensor contents are invalid: tpu op '%s' failed: %s", op, message);
+  else
+    text = poison_without_message;
   char *expected = NULL;
-  if (!atomic_compare_exchange_strong(&b->poison, &expected, text))
+  if (!atomic_compare_exchange_strong(&b->poison, &expected, text) &&
+      text != poison_without_message)
     free(text);
 }
 

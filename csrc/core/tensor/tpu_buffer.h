@@ -22,8 +22,14 @@ typedef struct tpu_buffer tpu_buffer;
 /* A live buffer of `nbytes` on `device`, allocated for stream index `stream`; refcount 1. */
 tpu_status tpu_buffer_create(int device, int stream, size_t nbytes, tpu_buffer **out);
 
-/* A pending buffer: identity only, refcount 1. Attach its producer with tpu_buffer_set_producer. */
+/* A pending buffer: identity only, refcount 1. Attach its producer with tpu_buffer_set_producer.
+ * On a chip without a pending range (tpu_buffer_pending_supported) a live buffer instead. */
 tpu_status tpu_buffer_create_pending(int device, int stream, size_t nbytes, tpu_buffer **out);
+
+/* Whether the chip has a range of pending identities, reserved on the first call: false when an
+ * address-space limit leaves no room for one (a warning on stderr says so, once). Fused mode
+ * needs it (exec/tpu_fused.h). */
+bool tpu_buffer_pending_supported(int device);
 
 /* Makes `call` (a deferred op whose single output views this buffer) the pending buffer's producer;
  * the buffer owns the call. Counts the call's inputs' pending readers. */

@@ -36,7 +36,7 @@ static void fresh(void) {
 
 static void *alloc_on(int stream, size_t nbytes) {
   void *p = NULL;
-  CHECK_OK(tpu_mem_alloc(0, stream, nbytes, &p));
+  CHECK_OK_OR(tpu_mem_alloc(0, stream, nbytes, &p), NULL);
   return p;
 }
 
@@ -358,6 +358,6 @@ int main(void) {
   RUN_TEST(test_info_and_summary);
   RUN_TEST(test_threads);
   RUN_TEST(test_fork);
-  CHECK_OK(tpu_mem_empty_cache(0));
+  CHECK_OK_OR(tpu_mem_empty_cache(0), 1);
   TEST_MAIN_END();
 }

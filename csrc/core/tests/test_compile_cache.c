@@ -32,7 +32,7 @@ static tpu_graph *one_add(int inst, int64_t n, double alpha) {
   tpu_tensor t[3] = {vec1(mem[inst], TPU_FLOAT32, n), vec1(mem[inst + 1], TPU_FLOAT32, n),
                      vec1(mem[inst + 2], TPU_FLOAT32, n)};
   tpu_graph *g = tpu_graph_new(0);
-  CHECK_OK(tpu_graph_add(g, mk_call(TPU_OP_ADD, TPU_FLOAT32, t, 2, alpha), 0));
+  CHECK_OK_OR(tpu_graph_add(g, mk_call(TPU_OP_ADD, TPU_FLOAT32, t, 2, alpha), 0), g);
   return g;
 }
 
@@ -113,7 +113,7 @@ static void *worker(void *p) {
   for (int i = 0; i < 400; i++) {
     tpu_compile_entry *e;
     tpu_graph *g = a->graphs[i % 5];
-    CHECK_OK(tpu_compile_cache_lookup(a->cache, g, compile, NULL, &e));
+    CHECK_OK_OR(tpu_compile_cache_lookup(a->cache, g, compile, NULL, &e), NULL);
     CHECK(*(int64_t *)tpu_compile_entry_plan(e) == tpu_tensor_numel(&g->nodes[0].call->tensors[2]));
     tpu_compile_entry_release(e);
   }

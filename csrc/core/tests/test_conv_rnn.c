@@ -20,7 +20,7 @@ static double lstm(double *ig, double *hg, double *cx, double *ib, double *hb, d
                      mat(cx, TPU_FLOAT64, B, H),     vec(ib, TPU_FLOAT64, 4 * H),
                      vec(hb, TPU_FLOAT64, 4 * H),    mat(hy, TPU_FLOAT64, B, H),
                      mat(cy, TPU_FLOAT64, B, H),     mat(ws, TPU_FLOAT64, B, 4 * H)};
-  CHECK_OK(run_call(TPU_OP_LSTM_CELL, t, 5, 3, NULL, 0));
+  CHECK_OK_OR(run_call(TPU_OP_LSTM_CELL, t, 5, 3, NULL, 0), NAN);
   double loss = 0;
   for (int i = 0; i < B * H; i++)
     loss += value(i, 5) * hy[i] + value(i, 6) * cy[i];
@@ -99,7 +99,7 @@ static double gru(double *ig, double *hg, double *hx, double *ib, double *hb, do
                      mat(hx, TPU_FLOAT64, B, H),     vec(ib, TPU_FLOAT64, 3 * H),
                      vec(hb, TPU_FLOAT64, 3 * H),    mat(hy, TPU_FLOAT64, B, H),
                      mat(ws, TPU_FLOAT64, B, 5 * H)};
-  CHECK_OK(run_call(TPU_OP_GRU_CELL, t, 5, 2, NULL, 0));
+  CHECK_OK_OR(run_call(TPU_OP_GRU_CELL, t, 5, 2, NULL, 0), NAN);
   double loss = 0;
   for (int i = 0; i < B * H; i++)
     loss += value(i, 5) * hy[i];

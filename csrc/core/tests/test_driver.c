@@ -135,9 +135,9 @@ static void test_the_driver_in_use_stays(void) {
 int main(void) {
   TEST_MAIN_BEGIN();
   RUN_TEST(test_registration_checks_the_table);
-  CHECK_OK(tpu_driver_register(counting_driver()));
+  CHECK_OK_OR(tpu_driver_register(counting_driver()), 1);
   RUN_TEST(test_unknown_name_lists_the_drivers);
-  CHECK_OK(tpu_driver_select("counting"));
+  CHECK_OK_OR(tpu_driver_select("counting"), 1);
   RUN_TEST(test_devices_and_memory_come_from_the_driver);
   RUN_TEST(test_ops_run_through_op_run);
   RUN_TEST(test_unsupported_calls_are_refused_at_launch);

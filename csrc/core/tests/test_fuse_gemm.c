@@ -93,8 +93,8 @@ static int run_graph(tpu_graph *g, const copy *c, bool t_unneeded, int *epilogue
       tpu_graph_set_needed(g, n, 0, false);
   }
   tpu_fuse_plan *plan;
-  CHECK_OK(tpu_fuse_plan_create(g, &plan));
-  CHECK_OK(tpu_fuse_run(plan, g));
+  CHECK_OK_OR(tpu_fuse_plan_create(g, &plan), -1);
+  CHECK_OK_OR(tpu_fuse_run(plan, g), -1);
   int steps = tpu_fuse_plan_steps(plan);
   *epilogue = 0;
   for (int s = 0; s < steps; s++) {

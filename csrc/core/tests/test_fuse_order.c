@@ -11,8 +11,8 @@
 /* Plans and runs g; returns how many of the plan's steps are fused (*steps: all of them). */
 static int run_graph(const tpu_graph *g, int *steps) {
   tpu_fuse_plan *plan;
-  CHECK_OK(tpu_fuse_plan_create(g, &plan));
-  CHECK_OK(tpu_fuse_run(plan, g));
+  CHECK_OK_OR(tpu_fuse_plan_create(g, &plan), -1);
+  CHECK_OK_OR(tpu_fuse_run(plan, g), -1);
   int fused_steps = 0;
   *steps = tpu_fuse_plan_steps(plan);
   for (int s = 0; s < *steps; s++) {

@@ -31,19 +31,20 @@ static tpu_graph *chain(chain_mem *m, const variant *v) {
   tpu_graph *g = tpu_graph_new(v->flags);
   tpu_tensor t[3] = {vec1(m->x, TPU_FLOAT32, v->n), vec1(m->a, TPU_FLOAT32, v->n),
                      vec1(m->t0, TPU_FLOAT32, v->n)};
-  CHECK_OK(tpu_graph_add(g, mk_call(TPU_OP_MUL, TPU_FLOAT32, t, 2, 0), 0));
+  CHECK_OK_OR(tpu_graph_add(g, mk_call(TPU_OP_MUL, TPU_FLOAT32, t, 2, 0), 0), g);
   t[0] = vec1(v->add_reads_x ? m->x : m->t0, TPU_FLOAT32, v->n);
   t[1] = vec1(m->b, TPU_FLOAT32, v->n);
   t[2] = vec1(v->inplace ? m->t0 : m->t1, TPU_FLOAT32, v->n);
-  CHECK_OK(tpu_graph_add(g, mk_call(TPU_OP_ADD, TPU_FLOAT32, t, 2, v->alpha),
-                         v->alpha_is_attr ? 1 : 0));
+  CHECK_OK_OR(tpu_graph_add(g, mk_call(TPU_OP_ADD, TPU_FLOAT32, t, 2, v->alpha),
+                            v->alpha_is_attr ? 1 : 0),
+              g);
   if (v->t1_unneeded)
     tpu_graph_set_needed(g, 1, 0, false);
   t[0] = t[2];
   t[1] = vec1(m->y, v->dtype, v->n / v->y_stride);
   t[1].strides[0] = v->y_stride;
   t[1].offset = v->y_offset;
-  CHECK_OK(tpu_graph_add(g, mk_call(TPU_OP_GELU, TPU_FLOAT32, t, 1, 0), 0));
+  CHECK_OK_OR(tpu_graph_add(g, mk_call(TPU_OP_GELU, TPU_FLOAT32, t, 1, 0), 0), g);
   return g;
 }
 

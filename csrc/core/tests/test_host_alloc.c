@@ -17,7 +17,7 @@ static tpu_host_stats stats(void) {
 
 static void *host_alloc(size_t nbytes) {
   void *p = NULL;
-  CHECK_OK(tpu_host_alloc(nbytes, &p));
+  CHECK_OK_OR(tpu_host_alloc(nbytes, &p), NULL);
   return p;
 }
 

@@ -11,7 +11,7 @@
 static int64_t count(tpu_tensor t) {
   int64_t n = -1;
   tpu_tensor ts[2] = {t, host_view(&n, TPU_INT64, 0, NULL, NULL)};
-  CHECK_OK(run_call(TPU_OP_NONZERO_COUNT, ts, 1, 1, NULL, 0));
+  CHECK_OK_OR(run_call(TPU_OP_NONZERO_COUNT, ts, 1, 1, NULL, 0), -1);
   return n;
 }
 

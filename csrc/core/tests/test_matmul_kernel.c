@@ -112,10 +112,11 @@ static int64_t f32_case(int64_t m, int64_t n, int64_t k, int variant, float *out
                                : view3(c, TPU_FLOAT32, batches, m, n, m * n, n, 1);
   tpu_tensor ov = variant == 0 ? view3(out, TPU_FLOAT32, 2, m, n, m * n, 1, m)
                                : view3(out, TPU_FLOAT32, batches, m, n, m * n, n, 1);
-  CHECK_OK(gemm(view3(a, TPU_FLOAT32, 2, m, k, 4 * m * k, 4 * k, 2),
-                view3(b, TPU_FLOAT32, 2, k, n, k * n, n, 1), variant ? &cv : NULL, ov,
-                SCALAR_F(0.5), SCALAR_F(-2)));
+  tpu_status gemm_status = gemm(view3(a, TPU_FLOAT32, 2, m, k, 4 * m * k, 4 * k, 2),
+                                view3(b, TPU_FLOAT32, 2, k, n, k * n, n, 1), variant ? &cv : NULL,
+                                ov, SCALAR_F(0.5), SCALAR_F(-2));
   free(a), free(b), free(c);
+  CHECK_OK_OR(gemm_status, -1);
   return batches * m * n;
 }
 

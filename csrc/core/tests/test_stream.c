@@ -145,8 +145,8 @@ static tpu_status run_record_blocking(void *arg) {
 }
 
 static void *submit_and_record(void *arg) {
-  CHECK_OK(tpu_stream_submit(arg, "on another thread", run_record_thread, NULL, NULL));
-  CHECK_OK(tpu_stream_synchronize(arg));
+  CHECK_OK_OR(tpu_stream_submit(arg, "on another thread", run_record_thread, NULL, NULL), NULL);
+  CHECK_OK_OR(tpu_stream_synchronize(arg), NULL);
   return NULL;
 }
 
@@ -193,7 +193,7 @@ static tpu_status run_inline_then_submit(void *arg) {
   tpu_stream *s = tpu_stream_get(0, 0);
   counter_ctx *second = malloc(sizeof *second);
   *second = (counter_ctx){.log = first->log, .next = first->next, .expected = 1};
-  CHECK_OK(tpu_stream_submit(s, "after", run_in_order, free, second));
+  CHECK_OK_OR(tpu_stream_submit(s, "after", run_in_order, free, second), TPU_ERR_RUNTIME);
   usleep(2000); /* the worker holds the queued work until this inline work completes */
   return run_in_order(first);
 }

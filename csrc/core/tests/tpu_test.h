@@ -1,13 +1,16 @@
-/* A minimal test harness for the core's C tests: CHECK records a failure and goes on; each test
- * program returns non-zero when any check failed. */
+/* A minimal test harness for the core's C tests: CHECK records a failure and goes on; CHECK_OK
+ * records a failed call and returns from the calling function, since what follows would run on
+ * results the call never made; each test program returns non-zero when any check failed. */
 #ifndef TPU_TEST_H
 #define TPU_TEST_H
 
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include "drivers/tpu_drivers.h"
 
-static int tpu_test_failures;
+/* Atomic: checks also fail on worker and stress threads. */
+static atomic_int tpu_test_failures;
 
 #define CHECK(cond)                                                                                \
   do {                                                                                             \
@@ -17,14 +20,19 @@ static int tpu_test_failures;
     }                                                                                              \
   } while (0)
 
-#define CHECK_OK(expr)                                                                             \
+/* Records a call that did not return TPU_OK and returns `value` from the calling function. */
+#define CHECK_OK_OR(expr, value)                                                                   \
   do {                                                                                             \
     tpu_status check_status_ = (expr);                                                             \
     if (check_status_ != TPU_OK) {                                                                 \
       fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #expr, tpu_last_error());      \
       tpu_test_failures++;                                                                         \
+      return value;                                                                                \
     }                                                                                              \
   } while (0)
+
+/* CHECK_OK_OR in a function that returns nothing. */
+#define CHECK_OK(expr) CHECK_OK_OR(expr, )
 
 #define RUN_TEST(fn)                                                                               \
   do {                                                                                             \

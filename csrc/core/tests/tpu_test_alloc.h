@@ -26,10 +26,10 @@ static tpu_status wait_gate(void *ctx) {
 
 /* A new stream of device 0 (its index in *index) whose queue waits at a closed gate. */
 static inline tpu_stream *blocked_stream(int *index) {
-  CHECK_OK(tpu_stream_create(0, 0, index));
+  CHECK_OK_OR(tpu_stream_create(0, 0, index), NULL);
   tpu_stream *s = tpu_stream_get(0, *index);
   atomic_store(&gate_open, false);
-  CHECK_OK(tpu_stream_submit(s, "wait_gate", wait_gate, NULL, NULL));
+  CHECK_OK_OR(tpu_stream_submit(s, "wait_gate", wait_gate, NULL, NULL), NULL);
   return s;
 }
 

@@ -1,13 +1,15 @@
 /* A reference sgemm standing in for the BLAS (tpu_matmul_set_blas): it counts its calls and the
- * transposes it was asked for, so tests see how the kernels use the BLAS. Included by one test
- * program each. */
+ * transposes it was asked for, so tests see how the kernels use the BLAS. The kernels call it from
+ * several pool threads at once, so the counters are atomic. Included by one test program each. */
 #ifndef TPU_TEST_BLAS_H
 #define TPU_TEST_BLAS_H
+
+#include <stdatomic.h>
 
 #include "drivers/host/kernels/matmul/matmul.h"
 #include "tpu_test.h"
 
-static int blas_calls, blas_transposes;
+static atomic_int blas_calls, blas_transposes;
 
 static void fake_sgemm(int order, int ta, int tb, int m, int n, int k, float alpha,
                        const float *a, int lda, const float *b, int ldb, float beta, float *c,

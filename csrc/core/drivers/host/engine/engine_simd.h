@@ -8,15 +8,21 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Compiles a loop function for AVX-512, AVX2 (with FMA and F16C) and baseline x86-64, picked at
- * load time by the CPU (GCC's ifunc clones): the build targets baseline x86-64 only. The sanitized
- * build keeps one version, so ASan and UBSan see plain functions. */
+/* Compiles a function once for each target named, picked at load time by the CPU (GCC's ifunc
+ * clones): the build targets baseline x86-64 only. Every clone site of the host driver goes
+ * through this macro, so the sanitized builds keep one version everywhere: an ifunc resolver runs
+ * while the dynamic loader relocates, before a sanitizer's runtime has started, which
+ * ThreadSanitizer does not survive (the program crashes at load), and ASan and UBSan then see
+ * plain functions. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&                           \
-    !defined(__SANITIZE_ADDRESS__)
-#define TPU_SIMD __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define TPU_TARGET_CLONES(...) __attribute__((target_clones(__VA_ARGS__)))
 #else
-#define TPU_SIMD
+#define TPU_TARGET_CLONES(...)
 #endif
+
+/* A loop function for AVX-512, AVX2 (with FMA and F16C) and baseline x86-64. */
+#define TPU_SIMD TPU_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default")
 
 static inline float tpu_bits_f32(uint32_t bits) {
   float f;

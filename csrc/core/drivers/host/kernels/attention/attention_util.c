@@ -12,8 +12,9 @@
 
 #include "drivers/host/kernels/attention/attention.h"
 #include "drivers/host/engine/engine_pool.h"
+#include "drivers/host/engine/engine_simd.h"
 
-#define CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#define CLONES TPU_TARGET_CLONES("arch=x86-64-v4", "avx2", "default")
 #define LANES 16
 
 /* Multiply-adds below which a problem runs on one thread. */

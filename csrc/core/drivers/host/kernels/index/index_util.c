@@ -3,6 +3,7 @@
 #include <stdatomic.h>
 
 #include "drivers/host/engine/engine_pool.h"
+#include "drivers/host/engine/engine_simd.h"
 
 /* ASSIGN moves bytes: one loop per element size. */
 #define ASSIGN_LOOP(N)                                                                             \
@@ -57,7 +58,7 @@ ASSIGN_LOOP(16)
       memcpy(d + i * ds, &r, sizeof r);                                                            \
     }                                                                                              \
   }                                                                                                \
-  __attribute__((target_clones("avx2", "default"))) static void add_dense_##NAME(                  \
+  TPU_TARGET_CLONES("avx2", "default") static void add_dense_##NAME(                             \
       char *d, const char *s, int64_t n, M alpha) {                                                \
     add_run_##NAME(d, sizeof(T), s, sizeof(T), n, alpha);                                          \
   }                                                                                                \

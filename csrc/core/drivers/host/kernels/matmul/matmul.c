@@ -21,6 +21,7 @@
 #include "drivers/host/kernels/matmul/matmul_internal.h"
 #include "drivers/host/engine/engine_iter.h"
 #include "drivers/host/engine/engine_pool.h"
+#include "drivers/host/engine/engine_simd.h"
 
 /* ---- views ---- */
 
@@ -126,7 +127,7 @@ static void widen(tpu_dtype d, const char *src, int64_t rs, int64_t cs, int64_t 
 #define BUILTIN_KB 128
 #define BUILTIN_NB 512
 #define BUILTIN_GEMM(NAME, T)                                                                      \
-  __attribute__((target_clones("arch=x86-64-v4", "avx2", "default"))) static void NAME(           \
+  TPU_TARGET_CLONES("arch=x86-64-v4", "avx2", "default") static void NAME(                     \
       int64_t m, int64_t n, int64_t k, const T *restrict a, const T *restrict b,                   \
       T *restrict acc) {                                                                           \
     for (int64_t j0 = 0; j0 < n; j0 += BUILTIN_NB)                                                 \
