@@ -43,29 +43,43 @@ tpu_status tpu_tensor_check(const tpu_tensor *t) {
   if (t->ndim < 0 || t->ndim > TPU_MAX_DIMS)
     return tpu_error(TPU_ERR_VALUE, "tensors on tpu support at most %d dimensions, got %d",
                      TPU_MAX_DIMS, t->ndim);
-  int64_t lo = 0, hi = 0; /* element offsets of the lowest and highest element */
+  /* Every size first: a view without elements touches no memory whatever its strides, but a
+   * negative size after a zero one is still invalid, and so is a count of elements past int64
+   * (stride 0 repeats an element at no cost in memory): the product of the non-zero sizes bounds
+   * every partial product tpu_tensor_numel and the kernels form. */
+  bool empty = false;
+  int64_t count = 1;
   for (int d = 0; d < t->ndim; d++) {
     if (t->sizes[d] < 0)
       return tpu_error(TPU_ERR_VALUE, "negative size %lld in dimension %d",
                        (long long)t->sizes[d], d);
-    if (t->sizes[d] == 0)
-      return TPU_OK; /* no element is ever touched */
-    __int128 extent = (__int128)(t->sizes[d] - 1) * t->strides[d];
-    if (extent > INT64_MAX / 2 || extent < -(INT64_MAX / 2))
-      return tpu_error(TPU_ERR_VALUE, "view extent overflows in dimension %d", d);
-    if (extent < 0)
-      lo += (int64_t)extent;
-    else
-      hi += (int64_t)extent;
+    empty |= t->sizes[d] == 0;
+    if (t->sizes[d] && __builtin_mul_overflow(count, t->sizes[d], &count))
+      return tpu_error(TPU_ERR_VALUE, "a view of more than %lld elements", (long long)INT64_MAX);
   }
-  if (!t->buf)
-    return t->host ? TPU_OK : tpu_error(TPU_ERR_VALUE, "tensor has neither buffer nor host memory");
-  int64_t item = (int64_t)tpu_dtype_size(t->dtype);
-  __int128 first = (__int128)t->offset + (__int128)lo * item;
-  __int128 end = (__int128)t->offset + ((__int128)hi + 1) * item;
-  if (first < 0 || end > (__int128)tpu_buffer_nbytes(t->buf))
+  if (empty)
+    return TPU_OK;
+  if (!t->buf && !t->host)
+    return tpu_error(TPU_ERR_VALUE, "tensor has neither buffer nor host memory");
+  /* Byte offsets, from element [0, ..., 0], of the lowest and highest byte of any element. One
+   * dimension spanning 2^64 elements already reaches past any 64-bit offset; below that, sums
+   * over TPU_MAX_DIMS dimensions stay far inside 128 bits. */
+  const __int128 limit = (__int128)1 << 64;
+  __int128 item = (__int128)tpu_dtype_size(t->dtype), lo = 0, hi = item - 1;
+  for (int d = 0; d < t->ndim; d++) {
+    __int128 extent = (__int128)(t->sizes[d] - 1) * t->strides[d];
+    if (extent >= limit || extent <= -limit)
+      return tpu_error(TPU_ERR_VALUE, "view extent overflows in dimension %d", d);
+    *(extent < 0 ? &lo : &hi) += extent * item;
+  }
+  __int128 first = t->offset + lo, last = t->offset + hi;
+  if (!t->buf) /* kernels add these offsets to the host pointer */
+    return first >= INT64_MIN && last <= INT64_MAX
+               ? TPU_OK
+               : tpu_error(TPU_ERR_VALUE, "host view reaches past 64-bit byte offsets");
+  if (first < 0 || last >= (__int128)tpu_buffer_nbytes(t->buf))
     return tpu_error(TPU_ERR_VALUE,
                      "view of %lld bytes at offset %lld reaches outside its buffer of %zu bytes",
-                     (long long)(end - first), (long long)first, tpu_buffer_nbytes(t->buf));
+                     (long long)(last + 1 - first), (long long)first, tpu_buffer_nbytes(t->buf));
   return TPU_OK;
 }

@@ -38,8 +38,11 @@ bool tpu_tensor_is_contiguous(const tpu_tensor *t);
 /* True for a device view that is dense from offset 0 and covers every byte of its buffer. */
 bool tpu_tensor_covers_buffer(const tpu_tensor *t);
 
-/* Validates a view: dtype, ndim <= TPU_MAX_DIMS, non-negative sizes, and (for device views) every
- * element inside the buffer. Kernels rely on it, so no view can reach memory outside its buffer. */
+/* Validates a view: dtype, ndim <= TPU_MAX_DIMS, non-negative sizes whose non-zero ones multiply
+ * to at most INT64_MAX elements, and, unless it has no element, every element inside the buffer
+ * (device views) or at a byte offset that fits in int64 (host views). Kernels
+ * rely on it, so no view can reach memory outside its buffer and its counts and offsets never
+ * overflow. */
 tpu_status tpu_tensor_check(const tpu_tensor *t);
 
 #endif

@@ -148,6 +148,32 @@ static void test_view_validation(void) {
   call->tensors[0].ndim = TPU_MAX_DIMS + 1;
   CHECK(tpu_op_launch(s, call) == TPU_ERR_VALUE);
   CHECK_OK(tpu_stream_synchronize(s));
+  /* Found by fuzz_view: a view without elements is valid whatever its strides, but not with a
+   * negative size after its zero one; */
+  tpu_tensor v = {.buf = b, .dtype = TPU_FLOAT32, .ndim = 2, .sizes = {4, 0},
+                  .strides = {INT64_MAX / 3, 1}};
+  CHECK_OK(tpu_tensor_check(&v));
+  v.sizes[0] = 0, v.sizes[1] = -1;
+  CHECK(tpu_tensor_check(&v) == TPU_ERR_VALUE);
+  /* an element count past int64 is invalid, even when stride 0 keeps it inside the buffer (or it
+   * has no element), as tpu_tensor_numel would overflow; */
+  v = (tpu_tensor){.buf = b, .dtype = TPU_FLOAT32, .ndim = 2};
+  v.sizes[0] = (int64_t)1 << 40, v.sizes[1] = (int64_t)1 << 24;
+  CHECK(tpu_tensor_check(&v) == TPU_ERR_VALUE);
+  v.ndim = 3;
+  CHECK(tpu_tensor_check(&v) == TPU_ERR_VALUE);
+  /* a host view must keep every byte offset within int64: three dimensions each within the old
+   * per-dimension limit overflowed its sums, and one 2^61 elements of 8 bytes away overflows. */
+  static double host[1];
+  v = (tpu_tensor){.host = host, .dtype = TPU_FLOAT64, .ndim = 3, .sizes = {2, 2, 2}};
+  for (int d = 0; d < 3; d++)
+    v.strides[d] = -(INT64_MAX / 2);
+  CHECK(tpu_tensor_check(&v) == TPU_ERR_VALUE);
+  v.ndim = 1;
+  v.strides[0] = (int64_t)1 << 61;
+  CHECK(tpu_tensor_check(&v) == TPU_ERR_VALUE);
+  v.strides[0] = (int64_t)1 << 56;
+  CHECK_OK(tpu_tensor_check(&v));
   tpu_buffer_release_storage(b);
 }
 

@@ -70,8 +70,8 @@ static int check_fused(arrays *a, describe_fn describe, double scalar) {
         tpu_graph_set_needed(g, n, 0, false);
   }
   tpu_fuse_plan *plan;
-  CHECK_OK(tpu_fuse_plan_create(g, &plan));
-  CHECK_OK(tpu_fuse_run(plan, g));
+  CHECK_OK_OR(tpu_fuse_plan_create(g, &plan), -1);
+  CHECK_OK_OR(tpu_fuse_run(plan, g), -1);
   for (int i = 0; i < a->n; i++) {
     size_t bytes = (size_t)a->len[i] * tpu_dtype_size(a->dtype[i]);
     if (a->unneeded[i])
@@ -462,6 +462,28 @@ static void test_cache_reuses_plan(void) {
   tpu_compile_cache_destroy(cache);
 }
 
+/* Found by fuzz_graph: t0 = -x read as int16; x = -t0 as float32. Both views of x start at
+ * offset 0 with n elements, but the float32 one covers twice the bytes: as one group, the tile
+ * that writes x[0:512] as float32 would overwrite the int16 elements the next tile reads, so the
+ * two nodes are two steps. */
+static void reinterpret_chain(emitter *e, void **m, const arrays *a, double scalar) {
+  (void)scalar;
+  int64_t n = a->len[X];
+  tpu_tensor x16 = vec1(m[X], TPU_INT16, n), t0 = vec1(m[T0], TPU_INT16, n);
+  emit(e, mk_call(TPU_OP_NEG, TPU_INT16, (tpu_tensor[]){x16, t0}, 1, 0));
+  emit(e, mk_call(TPU_OP_NEG, TPU_FLOAT32, (tpu_tensor[]){t0, arr(m, a, X)}, 1, 0));
+}
+
+static void test_reinterpreted_view_splits(void) {
+  arrays a;
+  memset(&a, 0, sizeof a);
+  add_array(&a, TPU_FLOAT32, 5000, false, false); /* X */
+  for (int i = A; i <= B; i++)
+    add_array(&a, TPU_FLOAT32, 1, false, false);
+  add_array(&a, TPU_FLOAT32, 5000, true, false); /* T0 */
+  CHECK(check_fused(&a, reinterpret_chain, 0) == 2);
+}
+
 static double seconds(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -516,6 +538,7 @@ int main(void) {
   RUN_TEST(test_bias_is_fused);
   RUN_TEST(test_adam_step_is_one_group);
   RUN_TEST(test_shifted_view_splits);
+  RUN_TEST(test_reinterpreted_view_splits);
   RUN_TEST(test_long_chain_is_cut);
   RUN_TEST(test_pending_intermediate_gets_no_memory);
   RUN_TEST(test_errors_poison_outputs);

@@ -169,6 +169,16 @@ static void test_empty_and_scalar(void) {
   CHECK(it.numel == 1 && it.ndim == 1);
   tpu_iter_run(&it, 0, 1, copy_i32, NULL);
   CHECK(a == 9);
+  /* A view without elements may have any strides (tpu_tensor_check accepts it); they must not be
+   * multiplied into byte strides, which overflows (found by fuzz_iter). */
+  tpu_tensor empty = {.host = &a, .dtype = TPU_COMPLEX64, .ndim = 2, .sizes = {3, 0},
+                      .strides = {INT64_MAX / 3, INT64_MAX}};
+  tpu_iter_init(&it, 2, empty.sizes);
+  tpu_iter_add_tensor(&it, &empty);
+  tpu_iter_build(&it, 0);
+  t.calls = 0;
+  tpu_iter_run(&it, 0, it.numel, record, &t);
+  CHECK(it.numel == 0 && t.calls == 0);
 }
 
 /* Random views checked against a naive walk, run whole and in every chunk size up to 7. */

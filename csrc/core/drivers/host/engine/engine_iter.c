@@ -30,9 +30,10 @@ void tpu_iter_add_tensor(tpu_iter *it, const tpu_tensor *t) {
   int64_t elsize = (int64_t)tpu_dtype_size(t->dtype);
   int64_t byte_strides[TPU_MAX_DIMS];
   /* The stride of a size-1 dimension is never used and may be anything (PyTorch leaves such
-   * strides arbitrary), so it is not multiplied, which could overflow. */
+   * strides arbitrary), nor is any stride of a view without elements (tpu_tensor_check accepts it
+   * whatever its strides), so those are not multiplied, which could overflow. */
   for (int d = 0; d < t->ndim; d++)
-    byte_strides[d] = t->sizes[d] == 1 ? 0 : t->strides[d] * elsize;
+    byte_strides[d] = t->sizes[d] == 1 || it->numel == 0 ? 0 : t->strides[d] * elsize;
   tpu_iter_add(it, tpu_tensor_data(t), elsize, byte_strides);
 }
 

@@ -58,18 +58,19 @@ bool tpu_fuse_eligible(const tpu_graph *g, int n) {
 }
 
 /* The views of memory a group reads or writes, by slot: a group may only touch one view of each
- * slot, or a tile could write what another tile still has to read. */
+ * slot, the same bytes element for element, or a tile could write what another tile still has to
+ * read (an int16 view and a float32 view of one offset and count cover different bytes). */
 typedef struct view_set {
   int n, cap;
-  struct view { int32_t slot; int64_t offset, numel; } *v;
+  struct view { int32_t slot; int64_t offset, numel, elsize; } *v;
 } view_set;
 
 /* Adds a view; false when the slot is already seen with another view (or out of memory). */
 static bool add_view(view_set *s, int32_t slot, const tpu_tensor *t) {
-  int64_t numel = tpu_tensor_numel(t);
+  int64_t numel = tpu_tensor_numel(t), elsize = (int64_t)tpu_dtype_size(t->dtype);
   for (int i = 0; i < s->n; i++)
     if (s->v[i].slot == slot)
-      return s->v[i].offset == t->offset && s->v[i].numel == numel;
+      return s->v[i].offset == t->offset && s->v[i].numel == numel && s->v[i].elsize == elsize;
   if (s->n == s->cap) {
     int cap = s->cap ? 2 * s->cap : 16;
     struct view *v = realloc(s->v, (size_t)cap * sizeof *v);
@@ -77,7 +78,7 @@ static bool add_view(view_set *s, int32_t slot, const tpu_tensor *t) {
       return false;
     s->v = v, s->cap = cap;
   }
-  s->v[s->n++] = (struct view){slot, t->offset, numel};
+  s->v[s->n++] = (struct view){slot, t->offset, numel, elsize};
   return true;
 }
 
@@ -111,9 +112,10 @@ static fz_cast plan_cast(tpu_dtype actual, tpu_dtype want, tpu_dtype compute, bo
                          bool keep) {
   fz_cast c = {.from = output ? want : actual, .to = output ? actual : want};
   c.mid = c.from;
-  if (actual == want)
+  bool through = compute != want && want != TPU_BOOL && actual != compute && !keep;
+  if (!through && actual == want)
     return c;
-  if (compute != want && want != TPU_BOOL && actual != compute && !keep) {
+  if (through) {
     c.mid = compute;
     c.to_mid = tpu_cast_loop(c.from, compute);
   }

@@ -5,6 +5,12 @@
 
 #include "drivers/host/kernels/matmul/matmul_internal.h"
 
+/* glibc defines CMPLX and CMPLXF (C11) for GCC only; clang has the builtin they expand to. */
+#if defined(__clang__) && !defined(CMPLX)
+#define CMPLXF(x, y) __builtin_complex((float)(x), (float)(y))
+#define CMPLX(x, y) __builtin_complex((double)(x), (double)(y))
+#endif
+
 #define STORE_(T, A, LOAD, SAVE, ALPHA, BETA)                                                      \
   {                                                                                                \
     A alpha = ALPHA, beta = BETA;                                                                  \
