@@ -9,7 +9,7 @@ INSTALL_STAMP := $(VENV)/.torch-tpu-installed
 SOURCES := $(shell find csrc src -type f \( -name '*.c' -o -name '*.h' -o -name '*.cpp' -o -name '*.py' \)) CMakeLists.txt pyproject.toml
 JOBS ?= $(shell nproc)
 
-.PHONY: setup demo test core-tests core-tests-sanitized core-tests-tsan fault-injection fuzz-core fuzz pytest lint bench bench-full clean
+.PHONY: setup demo test core-tests core-tests-sanitized core-tests-tsan fault-injection fuzz-core fuzz soak pytest lint bench bench-full clean
 
 setup: $(INSTALL_STAMP)
 
@@ -120,6 +120,12 @@ FUZZ_SEED ?= 20
 FUZZ_JOBS ?= 1
 fuzz: setup
 	$(PY) -m tests.fuzz --seconds $(FUZZ_SECONDS) --seed $(FUZZ_SEED) --jobs $(FUZZ_JOBS)
+
+# The soak test (tests/soak.py, not in CI): gpt-tiny trained SOAK_MINUTES in each eager mode with
+# random host reads and synchronizations; memory must stay flat and every check step match CPU.
+SOAK_MINUTES ?= 60
+soak: setup
+	$(PY) -m tests.soak --minutes $(SOAK_MINUTES)
 
 clean:
 	rm -rf build
