@@ -28,6 +28,7 @@
 #include <ATen/ops/min_meta.h>
 #include <ATen/ops/prod_meta.h>
 #include <ATen/ops/sum_meta.h>
+#include <c10/core/DefaultDtype.h>
 #include <torch/library.h>
 
 #include "ops/TpuReduce.h"
@@ -157,6 +158,11 @@ at::Tensor& mean_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool k
                      std::optional<at::ScalarType> dtype, at::Tensor& out) {
   Out<at::meta::structured_mean_dim> op(out);
   op.meta(self, dim, keepdim, dtype);
+  // PyTorch CPU's mean_out is sum_out, then an in-place true division of out, which refuses an
+  // integer or bool out (CUDA's integer mean divides by an integer factor that truncates to 0).
+  TORCH_CHECK(!at::isIntegralType(out.scalar_type(), /*includeBool=*/true), "result type ",
+              c10::get_default_dtype_as_scalartype(), " can't be cast to the desired output type ",
+              out.scalar_type());
   run_sum("aten::mean.out", self, dim, keepdim, dtype, out, true);
   return out;
 }

@@ -2,7 +2,11 @@
 // reduction engine. The norms' metadata comes from ATen's structured metas; var/std and logsumexp
 // are not structured, so their output shapes and dtypes are computed here as PyTorch's kernels
 // compute them.
+#include <ATen/ops/add.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/imag.h>
+#include <ATen/ops/real.h>
+#include <ATen/ops/sqrt.h>
 #include <ATen/ops/linalg_vector_norm.h>
 #include <ATen/ops/logsumexp.h>
 #include <ATen/ops/std.h>
@@ -13,6 +17,8 @@
 #include <ATen/ops/norm_meta.h>
 #include <c10/core/DefaultDtype.h>
 #include <torch/library.h>
+
+#include <limits>
 
 #include "ops/TpuReduce.h"
 #include "ops/TpuStructured.h"
@@ -90,25 +96,47 @@ void run_var(const at::Tensor& self, at::OptionalIntArrayRef dim,
   }
 }
 
-at::Tensor var_like(const at::Tensor& self, at::OptionalIntArrayRef dim,
-                    const std::optional<at::Scalar>& correction, bool keepdim, bool take_sqrt) {
-  check_var_input(self);
-  DimMask mask = reduce_mask(self, dim);
-  at::Tensor out = at::empty(reduced_shape(self, mask, keepdim),
-                             self.options().dtype(c10::toRealValueType(self.scalar_type())));
-  run_var(self, dim, correction, keepdim, take_sqrt, out, at::Tensor());
-  return out;
-}
-
+// var/std into `out` as PyTorch's std_var_out: out's dtype is the one computed in. A real input is
+// cast to it first (make_reduction), which must be a safe cast; a complex input is the variance
+// of its real part plus that of its imaginary part, each computed in out's real dtype. A real
+// input with a complex out is refused (the kernels take real dtypes), as on CUDA; CPU computes
+// it when its fast path for a full reduction (std_var_all_cpu) takes the call.
 at::Tensor& var_like_out(const at::Tensor& self, at::OptionalIntArrayRef dim,
                          const std::optional<at::Scalar>& correction, bool keepdim,
                          at::Tensor& out, bool take_sqrt) {
   check_var_input(self);
-  DimMask mask = reduce_mask(self, dim);
-  detail::resize_out(out, reduced_shape(self, mask, keepdim), {},
-                     self.options().dtype(c10::toRealValueType(self.scalar_type())));
-  run_var(self, dim, correction, keepdim, take_sqrt, out, at::Tensor());
+  TORCH_CHECK(out.device() == self.device(), "Expected out tensor to have device ", self.device(),
+              ", but got ", out.device(), " instead");
+  if (self.is_complex()) {
+    const at::TensorOptions real = self.options().dtype(c10::toRealValueType(out.scalar_type()));
+    at::Tensor real_out = at::empty({0}, real), imag_out = at::empty({0}, real);
+    var_like_out(at::real(self), dim, correction, keepdim, real_out, false);
+    var_like_out(at::imag(self), dim, correction, keepdim, imag_out, false);
+    at::add_out(out, real_out, imag_out);
+    return take_sqrt ? at::sqrt_out(out, out) : out;
+  }
+  at::native::resize_output(out, reduced_shape(self, reduce_mask(self, dim), keepdim));
+  TORCH_CHECK(at::canCast(self.scalar_type(), out.scalar_type()), "result type ",
+              self.scalar_type(), " can't be cast to the desired output type ", out.scalar_type());
+  if (self.numel() == 0) {
+    return out.fill_(std::numeric_limits<double>::quiet_NaN());
+  }
+  // As PyTorch's std_var kernels: real floating dtypes only.
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(out.scalar_type()), "\"",
+                              take_sqrt ? "std" : "var", "\" not implemented for '",
+                              out.scalar_type(), "' on tpu");
+  const at::Tensor input =
+      self.scalar_type() == out.scalar_type() ? self : self.to(out.scalar_type());
+  run_var(input, dim, correction, keepdim, take_sqrt, out, at::Tensor());
   return out;
+}
+
+at::Tensor var_like(const at::Tensor& self, at::OptionalIntArrayRef dim,
+                    const std::optional<at::Scalar>& correction, bool keepdim, bool take_sqrt) {
+  check_var_input(self);
+  at::Tensor out = at::empty(reduced_shape(self, reduce_mask(self, dim), keepdim),
+                             self.options().dtype(c10::toRealValueType(self.scalar_type())));
+  return var_like_out(self, dim, correction, keepdim, out, take_sqrt);
 }
 
 at::Tensor var(const at::Tensor& self, at::OptionalIntArrayRef dim,
@@ -248,8 +276,12 @@ at::Tensor& logsumexp_out(const at::Tensor& self, at::IntArrayRef dims, bool kee
                                ? c10::get_default_dtype_as_scalartype()
                                : self.scalar_type();
   if (self.is_complex() || out.is_complex() || !core_computes(self.scalar_type())) {
-    on_host("aten::logsumexp.out", out,
-            [&] { return at::logsumexp(self.cpu(), dims, keepdim).to(out.scalar_type()); });
+    // PyTorch's composite (amax, exp, sum into out, log) for every device: a complex input
+    // with a real out= is summed into that out as it is there.
+    on_host("aten::logsumexp.out", out, [&] {
+      at::Tensor host_out = at::empty({0}, out.options().device(at::kCPU));
+      return at::logsumexp_out(host_out, self.cpu(), dims, keepdim);
+    });
     return out;
   }
   launch_reduce(TPU_OP_LOGSUMEXP, self, {out}, mask, compute);

@@ -5,10 +5,12 @@
  * an MR x NR fp32 tile in registers (24 of the 32 zmm), broadcasting one A pair against two zmm
  * of B per row. K beyond one KC block (or summed batches) accumulates in an fp32 workspace. The
  * last block rounds straight into a plain output; with C or odd output strides it goes
- * through the common epilogue. Either way each result is rounded once.
+ * through the common epilogue. Either way each result is rounded once. vdpbf16ps reads subnormal
+ * inputs as zero, so a job with one takes the portable fp32 path instead.
  *
  * Only this file uses AVX-512 instructions, behind the target attribute; the rest of the build is
  * baseline x86-64, and tpu_matmul_has_bf16_kernel checks the CPU at run time. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -215,8 +217,53 @@ static void run_items(int64_t begin, int64_t end, int chunk, void *ctx) {
   free(ws);
 }
 
+/* The subnormal scan of one operand, a [batches, rows, cols] view with element strides. */
+typedef struct subnormal_scan {
+  const uint16_t *p;
+  int64_t rows, cols, bs, rs, cs;
+  atomic_bool found;
+} subnormal_scan;
+
+/* True when one of n bf16 values `step` elements apart is subnormal: exponent bits zero, mantissa
+ * not. An or over the run, without an early exit, so the dense case vectorizes. */
+static bool run_has_subnormal(const uint16_t *restrict v, int64_t n, int64_t step) {
+  unsigned any = 0;
+  if (step == 1) {
+    for (int64_t i = 0; i < n; i++)
+      any |= ((v[i] & 0x7f80u) == 0) & ((v[i] & 0x7fu) != 0);
+  } else {
+    for (int64_t i = 0; i < n; i++)
+      any |= ((v[i * step] & 0x7f80u) == 0) & ((v[i * step] & 0x7fu) != 0);
+  }
+  return any != 0;
+}
+
+static void scan_rows(int64_t begin, int64_t end, int chunk, void *ctx) {
+  (void)chunk;
+  subnormal_scan *s = ctx;
+  for (int64_t r = begin; r < end && !atomic_load_explicit(&s->found, memory_order_relaxed); r++)
+    if (run_has_subnormal(s->p + r / s->rows * s->bs + r % s->rows * s->rs, s->cols, s->cs))
+      atomic_store(&s->found, true);
+}
+
+/* True when the operand `v` ([batches, rows, cols]) holds a subnormal value. vdpbf16ps reads
+ * subnormal inputs as zero whatever MXCSR says, where CPU and CUDA keep them (2.9e-39 * 3.39e38 is
+ * 0.98, not 0); such jobs take the fp32 path. The scan reads each element once, little next to the
+ * product's rows * cols * n multiply-adds. */
+static bool has_subnormal(const gemm_view *v, int64_t batches, int64_t rows, int64_t cols) {
+  subnormal_scan s = {.p = (const uint16_t *)(const void *)v->data, .rows = rows, .cols = cols,
+                      .bs = v->bs, .rs = v->rs, .cs = v->cs};
+  atomic_init(&s.found, false);
+  int64_t grain = cols >= 65536 ? 1 : 65536 / cols;
+  tpu_parallel_for(batches * rows, grain, scan_rows, &s);
+  return atomic_load(&s.found);
+}
+
 bool tpu_gemm_bf16(const gemm_job *j) {
   if (!tpu_matmul_has_bf16_kernel())
+    return false;
+  if (has_subnormal(&j->a, j->a.bs == 0 ? 1 : j->batch, j->m, j->k) ||
+      has_subnormal(&j->b, j->b.bs == 0 ? 1 : j->batch, j->k, j->n))
     return false;
   bf16_job q = {.j = j, .kpt = (j->k + 1) / 2, .blocks = (j->k + KC - 1) / KC,
                 .b_batches = j->b.bs == 0 ? 1 : j->batch};

@@ -95,8 +95,8 @@ static inline bool tpu_gemm_items_done(gemm_items *it) {
 }
 
 /* The AVX512-BF16 path: runs the whole bf16 job over the pool. False when the CPU lacks
- * AVX512-BF16 or memory runs out before any output is written (the caller then runs the portable
- * path). */
+ * AVX512-BF16, A or B holds a subnormal value (the instruction would read it as zero), or memory
+ * runs out before any output is written (the caller then runs the portable path). */
 bool tpu_gemm_bf16(const gemm_job *job);
 
 /* The AVX-512 fp32 path: runs the whole float32 job over the pool. False when the CPU lacks

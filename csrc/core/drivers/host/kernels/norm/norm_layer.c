@@ -1,6 +1,7 @@
 /* The layer and RMS normalization kernels (contract in ops/tpu_ops_norm.h). Rows split over the
  * pool. The backward's weight gradients are summed per chunk of rows into double partial sums
  * that are added in chunk order, so they depend only on the thread count. */
+#include <float.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -59,6 +60,34 @@ static const void *param(const norm_job *j, const tpu_tensor *t, void *buf) {
   return present(t) ? nk_load(j->cls, t->dtype, tpu_tensor_data(t), j->n, col_step(t), buf) : NULL;
 }
 
+/* The mean and (biased) variance of a row of n class values by Welford's update in double: the
+ * slow path for float rows whose fast float sums or squares overflowed (values near the dtype's
+ * largest), where the variance itself may exceed float's range. CPU's float32 kernel overflows
+ * there too; its float64 result, which the row then matches, does not. */
+static void welford(rk_class c, const void *x, int64_t n, double *mean, double *var) {
+  double m = 0, m2 = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double v = c == RK_F ? (double)((const float *)x)[i] : ((const double *)x)[i];
+    double delta = v - m;
+    m += delta / (double)(i + 1);
+    m2 += delta * (v - m);
+  }
+  *mean = m;
+  *var = m2 / (double)n;
+}
+
+/* y = (x - mean) * rstd * w + b of a float row, in double: the slow path, where x - mean or
+ * x * rstd overflows float (and rstd may be below float's normal range). */
+static void affine_double(void *yv, const void *xv, int64_t n, double mean, double rstd,
+                          const void *wv, const void *bv) {
+  float *y = yv;
+  const float *x = xv, *w = wv, *b = bv;
+  for (int64_t i = 0; i < n; i++) {
+    double v = ((double)x[i] - mean) * rstd * (w ? (double)w[i] : 1.0) + (b ? (double)b[i] : 0.0);
+    y[i] = fabs(v) <= FLT_MAX ? (float)v : v > 0 ? INFINITY : v < 0 ? -INFINITY : NAN;
+  }
+}
+
 static void forward_rows(const norm_job *j, int64_t r0, int64_t r1, char *ws) {
   const int64_t n = j->n, rb = n * 8;
   const rk_class c = j->cls;
@@ -89,11 +118,26 @@ static void forward_rows(const norm_job *j, int64_t r0, int64_t r1, char *ws) {
       if (c == RK_F)
         mean = (float)mean;
       double var = nk_sq_dev(c, x, n, mean) / (double)n;
+      /* float rows only: CPU's float64 layer_norm overflows in double much as this one does. */
+      bool slow = c == RK_F && (!isfinite(mean) || !isfinite(var));
+      if (slow)
+        welford(c, x, n, &mean, &var);
       var = var > 0 ? var : var == var ? 0 : var;
-      rstd = c == RK_F ? (double)(1.0f / sqrtf((float)var + (float)j->call->scalars[0].f))
-                       : 1.0 / sqrt(var + j->call->scalars[0].f);
+      rstd = c == RK_F && !slow
+                 ? (double)(1.0f / sqrtf((float)var + (float)j->call->scalars[0].f))
+                 : 1.0 / sqrt(var + j->call->scalars[0].f);
+      const double exact_mean = mean, exact_rstd = rstd;
+      if (c == RK_F) {
+        mean = (float)mean, rstd = (float)rstd;
+        /* x * rstd - mean * rstd overflows float when the mean is huge next to the spread. */
+        slow = slow || !(fabs(mean) * rstd < 0x1p120);
+      }
       double bias = c == RK_F ? (double)(-(float)rstd * (float)mean) : -rstd * mean;
-      nk_affine(c, y, x, n, rstd, bias, w, b);
+      if (slow) {
+        affine_double(y, x, n, exact_mean, exact_rstd, w, b);
+      } else {
+        nk_affine(c, y, x, n, rstd, bias, w, b);
+      }
       rk_store(j->mean->dtype, row_at(&j->vmean, r), false, 0, mean);
     }
     rk_store(j->rstd->dtype, row_at(&j->vrstd, r), false, 0, rstd);

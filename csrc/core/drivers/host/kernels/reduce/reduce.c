@@ -148,15 +148,17 @@ static tpu_status plan(const tpu_op_call *call, const rk_spec *spec, rk_plan *pl
   pl->cls = rk_class_of(compute);
   pl->pre = spec->kind == RK_VAR ? RK_SUM : spec->kind == RK_LSE ? RK_MAX : RK_NONE;
   tpu_dtype in_dt = as_real ? real_of(in->dtype) : in->dtype;
-  pl->load = rk_loader(in_dt, pl->cls, spec->abs);
+  /* A cast to bool tests x != 0; going through int64 would truncate 0.25 to false. */
+  const bool to_bool = compute == TPU_BOOL && !spec->abs;
+  pl->load = to_bool ? rk_bool_loader(in_dt) : rk_loader(in_dt, pl->cls, spec->abs);
   if (!pl->load || !rk_row(spec->kind, pl->cls) || (as_real && spec->kind != RK_SUM))
     return tpu_error(TPU_ERR_NOT_IMPLEMENTED, "reduction %d of %s in %s is not implemented",
                      (int)spec->kind, tpu_dtype_name(in->dtype), tpu_dtype_name(spec->compute));
   pl->elsize = (int64_t)tpu_dtype_size(in_dt);
   pl->direct = !spec->abs && compute == in_dt &&
                (in_dt == TPU_FLOAT32 || in_dt == TPU_FLOAT64 || in_dt == TPU_INT64);
-  pl->narrow = compute != in_dt && compute != TPU_FLOAT32 && compute != TPU_FLOAT64 &&
-               compute != TPU_INT64;
+  pl->narrow = compute != in_dt && !to_bool && compute != TPU_FLOAT32 &&
+               compute != TPU_FLOAT64 && compute != TPU_INT64;
   pl->in = tpu_tensor_numel(in) ? tpu_tensor_data(in) : nothing;
   if ((uintptr_t)pl->in % (uintptr_t)pl->elsize)
     return tpu_error(TPU_ERR_NOT_IMPLEMENTED, "reduction: the input is not aligned to its dtype");
@@ -229,5 +231,12 @@ tpu_status tpu_reduce(const tpu_op_call *call, const rk_spec *spec) {
   tpu_status st = plan(call, spec, &pl);
   if (st != TPU_OK || pl.n_out == 0)
     return st;
-  return rk_run(&pl);
+  st = rk_run(&pl);
+  if (st == TPU_OK && spec->kind == RK_VAR)
+    rk_fix_variance(&pl);
+  if (st == TPU_OK && (spec->fin == RK_SQRT || spec->fin == RK_ROOT))
+    rk_fix_norm(&pl);
+  if (st == TPU_OK && spec->kind == RK_PROD)
+    rk_fix_prod(&pl);
+  return st;
 }

@@ -123,6 +123,11 @@ rk_col_fn rk_col(rk_kind kind, rk_class cls);
 /* The loader from `in` to class cls (|x| when abs), or NULL when there is none. */
 rk_load_fn rk_loader(tpu_dtype in, rk_class cls, bool abs);
 
+/* The loader from real dtype `in` to 0 or 1 in int64, as a cast to bool (x != 0, NaN included):
+ * what reductions into bool accumulate, where truncating to an integer first would make 0.25
+ * false. NULL for complex dtypes. */
+rk_load_fn rk_bool_loader(tpu_dtype in);
+
 /* Writes n float (class F) or double (class D) values to elements of a floating dtype, `stride`
  * bytes apart, rounding each once. */
 typedef void (*rk_store_fn)(char *dst, const void *src, int64_t n, int64_t stride);
@@ -183,5 +188,21 @@ double rk_first_pass(const rk_plan *pl, const rk_state *st);
 /* Writes the final values of one output from its state: o0 and o1 point at its elements in the
  * outputs. */
 void rk_finish(const rk_plan *pl, const rk_state *st, double aux, char *o0, char *o1);
+
+/* After an RK_VAR run: computes again, as PyTorch CPU does (Welford in double), each output whose
+ * variance or mean came out infinite or NaN, as the fast pass's float sums and squares overflow
+ * for values near the dtype's largest where CPU's do not (reduce_fix.c). */
+void rk_fix_variance(const rk_plan *pl);
+
+/* After a p-norm run (0 < p < inf): computes again, in double and scaled by the largest |x|,
+ * each output that came out infinite from finite inputs: the sum of |x|^p overflows where the
+ * norm does not (CPU sums float32 in double; LAPACK's nrm2 scales). */
+void rk_fix_norm(const rk_plan *pl);
+
+/* After a floating product: computes again each output that came out NaN although its inputs
+ * hold no NaN and not both a zero and an infinity: the exact product's sign and size (zero when
+ * a factor is zero), whatever order the fast pass multiplied in (its lanes' partial products may
+ * overflow before a zero comes). */
+void rk_fix_prod(const rk_plan *pl);
 
 #endif

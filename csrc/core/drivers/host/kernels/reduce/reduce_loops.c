@@ -80,10 +80,12 @@ static inline int64_t i64_of(double x) {
   }
 
 #define KEEP(x) (x)
+#define NONZERO(x) ((int64_t)((x) != 0))
 #define LOADERS(DT, T)                                                                             \
   LOADER(load_f_##DT, T, float, F_##DT, KEEP)                                                      \
   LOADER(load_d_##DT, T, double, D_##DT, KEEP)                                                     \
   LOADER(load_i_##DT, T, int64_t, I_##DT, KEEP)                                                    \
+  LOADER(load_b_##DT, T, int64_t, D_##DT, NONZERO)                                                 \
   LOADER(load_fabs_##DT, T, float, F_##DT, fabsf)                                                  \
   LOADER(load_dabs_##DT, T, double, D_##DT, fabs)
 RK_REAL_INPUTS(LOADERS)
@@ -116,6 +118,17 @@ rk_load_fn rk_loader(tpu_dtype in, rk_class cls, bool abs) {
     if (!abs || cls == RK_I)
       return NULL;
     return cls == RK_F ? load_fabs_COMPLEX128 : load_dabs_COMPLEX128;
+  default: return NULL;
+  }
+}
+
+rk_load_fn rk_bool_loader(tpu_dtype in) {
+  switch (in) {
+#define BOOL_LOADER_CASE(DT, T)                                                                    \
+  case TPU_##DT:                                                                                   \
+    return load_b_##DT;
+    RK_REAL_INPUTS(BOOL_LOADER_CASE)
+#undef BOOL_LOADER_CASE
   default: return NULL;
   }
 }

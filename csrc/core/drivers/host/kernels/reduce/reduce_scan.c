@@ -112,11 +112,13 @@ tpu_status tpu_kernel_cumsum(const tpu_op_call *call) {
   scan s = {.out = out->dtype, .compute = real_of(out->dtype)};
   tpu_dtype in_dt = real_of(in->dtype);
   s.cls = rk_class_of(s.compute);
-  s.load = rk_loader(in_dt, s.cls, false);
+  /* A cast to bool tests x != 0; going through int64 would truncate 0.25 to false. */
+  const bool to_bool = s.compute == TPU_BOOL;
+  s.load = to_bool ? rk_bool_loader(in_dt) : rk_loader(in_dt, s.cls, false);
   if (!s.load || !tpu_dtype_is_computable(out->dtype))
     return tpu_error(TPU_ERR_NOT_IMPLEMENTED, "cumsum is not implemented from %s to %s",
                      tpu_dtype_name(in->dtype), tpu_dtype_name(out->dtype));
-  s.narrow = in_dt != s.compute;
+  s.narrow = in_dt != s.compute && !to_bool;
   s.in_size = (int64_t)tpu_dtype_size(in_dt);
   s.out_size = (int64_t)tpu_dtype_size(s.compute);
   const int64_t parts = complex ? 2 : 1;
