@@ -16,12 +16,15 @@
  *     errors): tensors[0] = index (int64 or int32), [1] = src (self's dtype), [2] = self, the
  *     output, updated in place; scalars[0].i = dim, [1].i = a tpu_accum, and the alpha of
  *     TPU_ACCUM_ADD: [2].f, [3].f its real and imaginary parts (floating and complex dtypes),
- *     [4].i its value for integers and bool. For every position p of index: self[p with
- *     coordinate dim replaced by index[p]] op= src[p], with the positions that hit one element
- *     taken in increasing dim coordinate (the last write wins for assignments). index_add,
- *     index_copy and index_fill come as scatters whose index has stride 0 outside dim; a scalar
- *     source comes as a src view with every stride 0. Every index is checked before anything is
- *     written.
+ *     [4].i its value for integers and bool. A complex src is multiplied by alpha as a complex
+ *     product unless alpha is 1, except for INDEX_ADD into a 1-d self, which PyTorch CPU
+ *     multiplies even by 1 (so an infinite part makes the other NaN). For every position p of
+ *     index: self[p with coordinate dim replaced by index[p]] op= src[p], with the positions
+ *     that hit one element taken in increasing dim coordinate (the last write wins for
+ *     assignments); INDEX_FILL alone takes an index in [-size, 0) as counting from the end, as
+ *     index_fill_ does. index_add, index_copy and index_fill come as scatters whose index has
+ *     stride 0 outside dim; a scalar source comes as a src view with every stride 0. Every index
+ *     is checked before anything is written.
  *
  * Advanced indexing: x[i1, i2, ...] (INDEX) and its writing form x[i1, i2, ...] = v (INDEX_PUT,
  * index_put_). The caller lays the problem out as PyTorch's AdvancedIndex does (indexed

@@ -3,6 +3,7 @@
 // synchronous (large); from pinned memory with non_blocking=True they stay asynchronous and the
 // pinned block is kept from reuse until the copy ran. Device-to-host copies synchronize, except
 // non_blocking ones into pinned memory.
+#include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/core/CachingHostAllocator.h>
 #include <ATen/native/Resize.h>
@@ -141,9 +142,18 @@ void copy_into(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) 
   }
 }
 
+void check_copy(const at::Tensor& src, const at::Tensor& dst) {
+  const at::DimVector shape = at::infer_size_dimvector(dst.sizes(), src.sizes());
+  TORCH_CHECK(shape == dst.sizes(), "output with shape ", dst.sizes(),
+              " doesn't match the broadcast shape ", at::IntArrayRef(shape));
+  at::assert_no_internal_overlap(dst);
+  at::assert_no_partial_overlap(dst, src);
+}
+
 namespace {
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  check_copy(self, dst);
   copy_into(self, dst, non_blocking);
   return dst;
 }

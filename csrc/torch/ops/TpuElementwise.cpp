@@ -24,16 +24,21 @@ void set_number(tpu_op_call* call, int index, const at::Scalar& s) {
   tpu_op_set_scalar_input(call, index, kFirstOperandSlot - index, v, is_float);
 }
 
-// Refuses a dtype the driver cannot run the op in with the exception CPU raises, then launches
-// the call; an op without elements stops after the checks, which PyTorch's kernels make for empty
-// tensors too. Takes the call in every case.
-void check_and_launch(tpu_op_call* call, at::ScalarType compute, const at::TensorBase& out0) {
+// Refuses a dtype the driver cannot run the op in with the exception CPU raises, before the
+// parameters are converted to that dtype: PyTorch's kernels dispatch on the dtype first, so
+// leaky_relu of uint8 is "not implemented", whatever its slope. Takes the call when it throws.
+void check_supported(tpu_op_call* call, at::ScalarType compute) {
   if (!tpu_op_supported(call)) {
     tpu_op_id op = call->op;
     tpu_op_call_free(call);
     TORCH_CHECK_NOT_IMPLEMENTED(false, "\"", tpu_op_name(op), "\" not implemented for '",
                                 c10::toString(compute), "' on tpu");
   }
+}
+
+// Launches the call; an op without elements stops after the checks, which PyTorch's kernels make
+// for empty tensors too. Takes the call in every case.
+void launch_unless_empty(tpu_op_call* call, const at::TensorBase& out0) {
   if (out0.numel() == 0) {
     tpu_op_call_free(call);
     return;
@@ -72,6 +77,19 @@ void set_param(tpu_op_call* call, int slot, const Param& p, at::ScalarType compu
       call->scalars[slot].i = static_cast<int64_t>(v);
     }
   }), AT_EXPAND(AT_ALL_TYPES), at::kBool, at::kHalf, at::kBFloat16);
+}
+
+// Stores the parameters in the call's scalar slots from 0 on. Takes the call when it throws.
+void set_params(tpu_op_call* call, std::initializer_list<Param> params, at::ScalarType compute) {
+  try {
+    int slot = 0;
+    for (const Param& p : params) {
+      set_param(call, slot++, p, compute);
+    }
+  } catch (...) {
+    tpu_op_call_free(call);
+    throw;
+  }
 }
 
 } // namespace
@@ -121,15 +139,13 @@ void run(tpu_op_id op, at::ScalarType compute, std::initializer_list<Input> inpu
     for (const at::TensorBase* out : outputs) {
       call->tensors[k++] = core_view(at::Tensor(*out));
     }
-    int slot = 0;
-    for (const Param& p : params) {
-      set_param(call, slot++, p, compute);
-    }
   } catch (...) {
     tpu_op_call_free(call);
     throw;
   }
-  check_and_launch(call, compute, out0);
+  check_supported(call, compute);
+  set_params(call, params, compute);
+  launch_unless_empty(call, out0);
 }
 
 void run(tpu_op_id op, const at::TensorIteratorBase& it, std::initializer_list<Param> params) {
@@ -145,15 +161,13 @@ void run(tpu_op_id op, const at::TensorIteratorBase& it, std::initializer_list<P
     for (int i = 0; i < n_out; i++) {
       call->tensors[n_in + i] = core_view(at::Tensor(it.output_base(i)));
     }
-    int slot = 0;
-    for (const Param& p : params) {
-      set_param(call, slot++, p, compute);
-    }
   } catch (...) {
     tpu_op_call_free(call);
     throw;
   }
-  check_and_launch(call, compute, out0);
+  check_supported(call, compute);
+  set_params(call, params, compute);
+  launch_unless_empty(call, out0);
 }
 
 } // namespace torch_tpu::ew

@@ -3,6 +3,7 @@
 // ATen writes by hand (relu, hardtanh, hardswish, abs, isnan, nan_to_num, floor_divide, rsub).
 // Where ATen has no meta, a structured meta with the same TensorIterator rules stands in for it.
 #include <ATen/ExpandUtils.h>
+#include <ATen/TensorUtils.h>
 #include <ATen/ScalarOps.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/clamp_max_meta.h>
@@ -11,6 +12,7 @@
 #include <ATen/ops/div_meta.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
+#include <ATen/ops/empty_strided.h>
 #include <ATen/ops/eq_meta.h>
 #include <ATen/ops/neg_meta.h>
 #include <ATen/ops/pow_meta.h>
@@ -282,6 +284,18 @@ void check_devices(const Tensor& out, std::initializer_list<const Tensor*> tenso
   }
 }
 
+// The layout of t.to(dtype) without the copy: ATen's where converts self and other to the result
+// dtype on every device before its TensorIterator chooses out's layout, and the conversion makes
+// an overlapping or non-dense input dense (empty_like's preserve format). The core computes from
+// t itself; this meta tensor only stands in for it when the layout is chosen.
+Tensor converted_layout(const Tensor& t, at::ScalarType dtype) {
+  if (t.scalar_type() == dtype || t.is_non_overlapping_and_dense()) {
+    return t;
+  }
+  return at::empty_strided(t.sizes(), at::infer_dense_strides(t.sizes(), t.strides()),
+                           t.options().dtype(dtype).device(at::kMeta));
+}
+
 // where(condition, self, other), as ATen's where_self_out: the output in self and other's
 // promoted dtype, any of the three a CPU 0-dim scalar (CUDA moves such operands to the device;
 // here they travel in the call), a uint8 condition taken as bool with a deprecation warning, and
@@ -300,13 +314,15 @@ Tensor& where_out(const Tensor& condition, const Tensor& self, const Tensor& oth
               "where expected condition to be a boolean tensor, but got a tensor with dtype ",
               cond.scalar_type());
   check_devices(out, {&cond, &self, &other});
+  const Tensor self_layout = converted_layout(self, dtype);
+  const Tensor other_layout = converted_layout(other, dtype);
   at::TensorIteratorConfig() // sizes and lays out out; the core op computes
       .check_all_same_dtype(false)
-      .check_all_same_device(false) // CPU scalars: checked above
+      .check_all_same_device(false) // CPU scalars: checked above; layouts are meta tensors
       .add_output(out)
       .add_const_input(cond)
-      .add_const_input(self)
-      .add_const_input(other)
+      .add_const_input(self_layout)
+      .add_const_input(other_layout)
       .build();
   if (!is_native(dtype)) {
     return on_host("where.self", out, [&] {
@@ -338,12 +354,6 @@ void check_mask(const Tensor& self, const Tensor& mask) {
               mask.scalar_type());
   at::expand_inplace(self, mask, "masked_fill_");
 }
-Scalar fill_value(const Scalar& value, at::ScalarType type) {
-  Scalar converted;
-  AT_DISPATCH_V2(type, "masked_fill", AT_WRAP([&] { converted = Scalar(value.to<scalar_t>()); }),
-                 AT_EXPAND(AT_ALL_TYPES), at::kBool, at::kHalf, at::kBFloat16);
-  return converted;
-}
 Tensor& masked_fill_scalar(Tensor& self, const Tensor& mask, const Scalar& value) {
   check_mask(self, mask);
   if (!is_native(self.scalar_type())) {
@@ -351,7 +361,7 @@ Tensor& masked_fill_scalar(Tensor& self, const Tensor& mask, const Scalar& value
       return to_host(self).masked_fill_(to_host(mask), value);
     });
   }
-  const Scalar fill = fill_value(value, self.scalar_type());
+  const Scalar fill = converted(value, self.scalar_type());
   run(TPU_OP_WHERE, self.scalar_type(), {Input(mask), Input(fill), Input(self)}, {&self});
   return self;
 }
@@ -386,9 +396,13 @@ Tensor& logical_not_out(const Tensor& self, Tensor& out) {
   return out;
 }
 
-// abs of a complex tensor is real: such inputs run on the host.
+// abs of a complex tensor is real: such inputs run on the host, after ATen's check that the
+// real result casts to out's dtype (made for empty tensors too).
 Tensor& abs_out(const Tensor& self, Tensor& out) {
   if (!is_native(self.scalar_type())) {
+    const at::ScalarType real = c10::toRealValueType(self.scalar_type());
+    TORCH_CHECK(at::canCast(real, out.scalar_type()), "result type ", real,
+                " can't be cast to the desired output type ", out.scalar_type());
     at::native::resize_output(out, self.sizes());
     return on_host("abs", out, [&] { return at::abs(to_host(self)); });
   }
@@ -415,7 +429,8 @@ Tensor& nan_to_num_out(const Tensor& self, std::optional<double> nan,
   TORCH_CHECK(self.scalar_type() == out.scalar_type(), "nan_to_num: dtype of out: ",
               out.scalar_type(), " should be same as input: ", self.scalar_type());
   if (!is_native(self.scalar_type())) {
-    at::native::resize_output(out, self.sizes());
+    Out<UnaryMeta> it(out); // the unary TensorIterator's checks (an overlapping out=) and layout
+    it.meta(self);
     return on_host("nan_to_num", out, [&] {
       return at::nan_to_num(to_host(self), nan, posinf, neginf);
     });

@@ -23,20 +23,19 @@ void store_value(tpu_op_call* call, T v) {
 }
 
 at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
-  if (self.numel() == 0) {
+  if (!tpu_dtype_is_computable(to_core_dtype(self.scalar_type()))) {
+    // Storage-only dtypes: the host's fill_ converts the value; broadcast it over.
+    copy_into(at::empty({}, self.options().device(at::kCPU)).fill_(value), self, false);
     return self;
   }
-  tpu_dtype dtype = to_core_dtype(self.scalar_type());
-  if (!tpu_dtype_is_computable(dtype)) {
-    // Storage-only dtypes: make the value on the host and broadcast it over.
-    copy_into(at::empty({}, self.options().device(at::kCPU)).fill_(value), self, false);
+  const at::Scalar fill = converted(value, self.scalar_type());
+  if (self.numel() == 0) {
     return self;
   }
   tpu_op_call* call = new_call(TPU_OP_FILL, 0, 1);
   call->tensors[0] = core_view(self);
-  // Scalar::to<T> checks for overflow exactly as CPU's fill_ does.
   AT_DISPATCH_V2(self.scalar_type(), "fill_", AT_WRAP([&] {
-    store_value(call, value.to<scalar_t>());
+    store_value(call, fill.to<scalar_t>());
   }), AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), at::kBool, at::kHalf, at::kBFloat16);
   launch(self.device().index(), call);
   return self;
@@ -48,8 +47,11 @@ at::Tensor& fill_tensor(at::Tensor& self, const at::Tensor& value) {
       "fill_ only supports 0-dimension value tensor but got tensor with ", value.dim(),
       " dimensions.");
   if (value.is_privateuseone()) {
-    // Stays on the device: no host round trip, no synchronization.
-    copy_into(value, self, false);
+    // Stays on the device: no host round trip, no synchronization. PyTorch's fill_ is then
+    // copy_, with its checks, from a clone when value is a view of self.
+    const at::Tensor src = self.is_alias_of(value) ? value.clone() : value;
+    check_copy(src, self);
+    copy_into(src, self, false);
     return self;
   }
   return fill_scalar(self, value.item());
@@ -67,6 +69,13 @@ at::Scalar local_scalar_dense(const at::Tensor& self) {
 }
 
 } // namespace
+
+at::Scalar converted(const at::Scalar& value, at::ScalarType type) {
+  at::Scalar result;
+  AT_DISPATCH_V2(type, "converted", AT_WRAP([&] { result = at::Scalar(value.to<scalar_t>()); }),
+                 AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), at::kBool, at::kHalf, at::kBFloat16);
+  return result;
+}
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("fill_.Scalar", TORCH_FN(fill_scalar));

@@ -228,6 +228,11 @@ at::Tensor spread_index(const at::Tensor& index, int64_t dim, at::IntArrayRef si
 void run_index_add(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                    const at::Tensor& source, const at::Scalar& alpha, const at::Tensor& out) {
   copy_self(self, out);
+  // PyTorch's index_add_cpu_ (and CUDA's) returns before reading an index when a self of two or
+  // more dimensions is empty: nothing can be added to it.
+  if (self.dim() > 1 && self.numel() == 0) {
+    return;
+  }
   at::Tensor src = source.dim() == 0 ? source.reshape({1}) : source;
   run_scatter(TPU_OP_INDEX_ADD, "index_add", out, dim, spread_index(index, dim, src.sizes()),
               {&src, 0, TPU_ACCUM_ADD, alpha});
@@ -306,8 +311,9 @@ at::Tensor& index_fill_scalar(at::Tensor& self, int64_t dim, const at::Tensor& i
   at::Tensor target = self.dim() == 0 ? self.unsqueeze(-1) : self;
   dim = at::maybe_wrap_dim(dim, target.dim());
   TORCH_CHECK(index.dim() <= 1, "Index has to be a vector/scalar");
+  const at::Scalar fill = converted(value, self.scalar_type());
   run_scatter(TPU_OP_INDEX_FILL, "index_fill_", target, dim,
-              spread_index(index, dim, target.sizes()), {nullptr, value, TPU_ACCUM_ASSIGN});
+              spread_index(index, dim, target.sizes()), {nullptr, fill, TPU_ACCUM_ASSIGN});
   return self;
 }
 

@@ -2,6 +2,7 @@
 // in the core (drivers/host/kernels/matmul/matmul.h). matmul, linear, einsum, mv and their backward
 // (mm and bmm on transposed views) reach these through PyTorch's composites, so autograd stays
 // PyTorch's own. Output metadata comes from the structured metas where the op has one.
+#include <ATen/ExpandUtils.h>
 #include <ATen/ops/addmm_meta.h>
 #include <ATen/ops/addmv_meta.h>
 #include <ATen/ops/baddbmm_meta.h>
@@ -9,6 +10,8 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <ATen/ops/mm_meta.h>
+#include <ATen/ops/mul.h>
+#include <ATen/ops/scalar_tensor.h>
 #include <torch/library.h>
 
 #include "ops/TpuStructured.h"
@@ -82,10 +85,39 @@ void check_device(const at::Tensor& out, std::initializer_list<const at::Tensor*
   }
 }
 
-// PyTorch CPU's refusal of bool matmuls (and CUDA's), before anything runs.
+// PyTorch CPU's refusal of bool matmuls (and CUDA's). Their kernels dispatch on the dtype only
+// after the shortcuts for empty results and empty sums, so those take bool too.
 void check_dtype(const at::Tensor& t, const char* op) {
   TORCH_CHECK_NOT_IMPLEMENTED(t.scalar_type() != at::kBool, "\"", op,
                               "\" not implemented for 'Bool'");
+}
+
+// The operands' dtype check of addmm_impl_cpu_ (CUDA's addmm makes it too): first, whatever the
+// sizes.
+void check_same_dtype(const at::Tensor& a, const at::Tensor& b) {
+  TORCH_CHECK(a.dtype() == b.dtype(), "expected m1 and m2 to have the same dtype, but got: ",
+              a.dtype(), " != ", b.dtype());
+}
+
+// The batched kernels read every operand as the first batch's dtype (data_ptr<scalar_t>), which
+// is how CPU and CUDA refuse the others once past their shortcuts.
+void check_batch_dtype(const at::Tensor& t, at::ScalarType expected) {
+  TORCH_CHECK(t.scalar_type() == expected, "expected scalar type ", expected, " but found ",
+              t.scalar_type());
+}
+
+// The shortcut of PyTorch's matmul kernels for a sum over nothing (k == 0): out = beta * c, made
+// as they make it (zero_, or copy_ then mul_, whose checks refuse a beta out's dtype cannot hold,
+// e.g. 0.5 for an integer out). `c` is the addend, already of out's sizes; undefined for mm/bmm.
+void scale_addend(const at::Tensor& out, const at::Tensor& c, const at::Scalar& beta) {
+  if (!c.defined() || beta.toComplexDouble() == 0.0) {
+    out.zero_();
+    return;
+  }
+  if (!c.is_same(out)) {
+    out.copy_(c);
+  }
+  out.mul_(beta);
 }
 
 void set_scalars(tpu_op_call* call, c10::ScalarType type, const at::Scalar& alpha,
@@ -126,17 +158,33 @@ void launch_gemm(tpu_op_id op, const at::Tensor& out, const tpu_tensor& a, const
 
 // ---- mm, addmm ----
 
+// addmm_impl_cpu_'s order: the dtypes, the shortcuts (nothing to write, k == 0), then the
+// kernel's dtype dispatch.
 void mm_kernel(tpu_op_id op, const at::Tensor& self_in, const at::Tensor& a_in,
                const at::Tensor& b_in, const at::Scalar& beta, const at::Scalar& alpha,
                const at::Tensor& out, bool with_self) {
-  check_dtype(out, "addmm_impl_cpu_");
+  // addmm_out_cpu expands self to the result's sizes before anything else.
+  const at::Tensor addend =
+      with_self ? *at::expand_size(self_in, {a_in.size(0), b_in.size(1)}, "addmm_out")
+                : at::Tensor();
+  check_same_dtype(a_in, b_in);
   check_device(out, {&a_in, &b_in});
+  if (with_self) {
+    check_device(out, {&self_in});
+  }
+  if (out.numel() == 0) {
+    return;
+  }
+  if (a_in.size(1) == 0) {
+    scale_addend(out, addend, beta);
+    return;
+  }
+  check_dtype(out, "addmm_impl_cpu_");
   at::Tensor a = resolved(a_in), b = resolved(b_in);
   if (!with_self) {
     launch_gemm(op, out, matrix(a), matrix(b), nullptr, matrix(out), 1, 0, conj_flags(a, b));
     return;
   }
-  check_device(out, {&self_in});
   at::Tensor c = resolved(self_in).resolve_conj().expand({a.size(0), b.size(1)});
   tpu_tensor c_view = matrix(c);
   launch_gemm(op, out, matrix(a), matrix(b), &c_view, matrix(out), alpha, beta,
@@ -185,18 +233,32 @@ at::Tensor& addmm_(at::Tensor& self, const at::Tensor& mat1, const at::Tensor& m
 
 // ---- bmm, baddbmm ----
 
+// bmm_out_or_baddbmm_'s order (CUDA's baddbmm_out_cuda_impl has the same): the shortcuts for
+// nothing to write and k == 0 first, then the dtype dispatch on batch1's dtype. baddbmm's meta
+// has already copied self into out when beta != 0.
 void bmm_kernel(tpu_op_id op, const at::Tensor& self_in, const at::Tensor& a_in,
                 const at::Tensor& b_in, const at::Scalar& beta, const at::Scalar& alpha,
                 const at::Tensor& out, bool with_self) {
-  check_dtype(out, with_self ? "baddbmm_cpu" : "bmm");
   check_device(out, {&a_in, &b_in});
+  if (with_self) {
+    check_device(out, {&self_in});
+  }
+  if (out.numel() == 0) {
+    return;
+  }
+  if (a_in.size(2) == 0) {
+    scale_addend(out, with_self ? out : at::Tensor(), beta);
+    return;
+  }
+  check_dtype(a_in, with_self ? "baddbmm_cpu" : "bmm");
+  check_batch_dtype(b_in, a_in.scalar_type());
+  check_batch_dtype(out, a_in.scalar_type());
   at::Tensor a = resolved(a_in), b = resolved(b_in);
   if (!with_self) {
     launch_gemm(op, out, batched(a), batched(b), nullptr, batched(out), 1, 0,
                 conj_flags(a, b));
     return;
   }
-  check_device(out, {&self_in});
   at::Tensor c = resolved(self_in).resolve_conj().expand(out.sizes());
   tpu_tensor c_view = batched(c);
   launch_gemm(op, out, batched(a), batched(b), &c_view, batched(out), alpha, beta,
@@ -243,61 +305,99 @@ at::Tensor& baddbmm_(at::Tensor& self, const at::Tensor& b1, const at::Tensor& b
   return self;
 }
 
-// ---- addbmm: not structured; the checks of PyTorch's addbmm_out ----
+// ---- addbmm: not structured; PyTorch CPU's addbmm_out and addbmm_impl_ ----
 
-at::Tensor& addbmm_out(const at::Tensor& self, const at::Tensor& b1_in, const at::Tensor& b2_in,
-                       const at::Scalar& beta, const at::Scalar& alpha, at::Tensor& out) {
-  TORCH_CHECK(b1_in.dim() == 3 && b2_in.dim() == 3, "Batch tensors should be 3D, got dimensions ",
-              b1_in.dim(), " and ", b2_in.dim());
+// out = beta * self + alpha * sum_i b1[i] @ b2[i], with CPU's checks in CPU's order: out takes
+// self's broadcast sizes (resize_as_: in place, self itself is resized), a sum over no batches is
+// out.mul_(beta), and each batch is an addmm_ into out, whose checks compare out's dtype (not
+// self's) with the batches'.
+at::Tensor& addbmm_impl(const at::Tensor& self, const at::Tensor& b1_in, const at::Tensor& b2_in,
+                        const at::Scalar& beta, const at::Scalar& alpha, const at::Tensor& out) {
+  TORCH_CHECK(b1_in.dim() == 3, "batch1 must be a 3D tensor");
+  TORCH_CHECK(b2_in.dim() == 3, "batch2 must be a 3D tensor");
   TORCH_CHECK(b1_in.size(0) == b2_in.size(0),
               "batch1 and batch2 must have same number of batches, got ", b1_in.size(0), " and ",
               b2_in.size(0));
   TORCH_CHECK(b1_in.size(2) == b2_in.size(1), "Incompatible matrix sizes for bmm (",
               b1_in.size(1), "x", b1_in.size(2), " and ", b2_in.size(1), "x", b2_in.size(2), ")");
-  // CPU's addbmm runs addmm_ on out per batch: its dtype checks, in its order.
+  check_device(out, {&self, &b1_in, &b2_in});
+  const int64_t m = b1_in.size(1), n = b2_in.size(2);
+  // In place with a self that only broadcasts to the result: its values, before it is resized.
+  at::Tensor c = out.is_same(self) && self.sizes() != at::IntArrayRef{m, n}
+                     ? self.expand({m, n}).clone()
+                     : *at::expand_size(self, {m, n}, "addbmm_out");
+  out.resize_({m, n});
+  const bool with_beta = beta.toComplexDouble() != 0.0;
+  if (b1_in.size(0) == 0) {
+    if (with_beta && !c.is_same(out)) {
+      out.copy_(c);
+    }
+    scale_addend(out, with_beta ? out : at::Tensor(), beta);
+    return const_cast<at::Tensor&>(out);
+  }
+  // addmm_'s meta, then addmm_impl_cpu_, for the first batch (the others repeat them).
+  TORCH_CHECK(out.scalar_type() == b2_in.scalar_type(),
+              "self and mat2 must have the same dtype, but got ", out.scalar_type(), " and ",
+              b2_in.scalar_type());
   TORCH_CHECK(b1_in.scalar_type() == b2_in.scalar_type(),
               "mat1 and mat2 must have the same dtype, but got ", b1_in.scalar_type(), " and ",
               b2_in.scalar_type());
-  for (const at::Tensor* t : {&self, static_cast<const at::Tensor*>(&out)}) {
-    TORCH_CHECK(t->scalar_type() == b2_in.scalar_type(),
-                "self and mat2 must have the same dtype, but got ", t->scalar_type(), " and ",
-                b2_in.scalar_type());
+  if (out.numel() == 0) {
+    return const_cast<at::Tensor&>(out);
   }
-  check_dtype(out, "addbmm_impl_");
-  check_device(out, {&self, &b1_in, &b2_in});
-  int64_t m = b1_in.size(1), n = b2_in.size(2);
-  at::Tensor c = resolved(self).resolve_conj().expand({m, n});
-  if (!out.is_same(self)) {
-    at::native::resize_output(out, {m, n});
+  if (b1_in.size(2) == 0) {
+    if (with_beta && !c.is_same(out)) {
+      out.copy_(c);
+    }
+    scale_addend(out, with_beta ? out : at::Tensor(), beta);
+    return const_cast<at::Tensor&>(out);
   }
+  check_dtype(out, "addmm_impl_cpu_");
   at::Tensor b1 = resolved(b1_in), b2 = resolved(b2_in);
-  tpu_tensor c_view = matrix(c);
+  at::Tensor addend = resolved(c).resolve_conj();
+  tpu_tensor c_view = matrix(addend);
   launch_gemm(TPU_OP_ADDBMM, out, batched(b1), batched(b2), &c_view, matrix(out), alpha, beta,
               conj_flags(b1, b2));
-  return out;
+  return const_cast<at::Tensor&>(out);
+}
+
+at::Tensor& addbmm_out(const at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2,
+                       const at::Scalar& beta, const at::Scalar& alpha, at::Tensor& out) {
+  return addbmm_impl(self, b1, b2, beta, alpha, out);
 }
 
 at::Tensor addbmm(const at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2,
                   const at::Scalar& beta, const at::Scalar& alpha) {
   at::Tensor out = at::empty({0}, self.options());
-  return addbmm_out(self, b1, b2, beta, alpha, out);
+  return addbmm_impl(self, b1, b2, beta, alpha, out);
 }
 
 at::Tensor& addbmm_(at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2,
                     const at::Scalar& beta, const at::Scalar& alpha) {
-  TORCH_CHECK(b1.dim() == 3 && b2.dim() == 3 && self.dim() == 2 &&
-                  self.size(0) == b1.size(1) && self.size(1) == b2.size(2),
-              "addbmm_: self of size ", self.sizes(), " cannot hold the result of batch1 ",
-              b1.sizes(), " @ batch2 ", b2.sizes());
-  return addbmm_out(self, b1, b2, beta, alpha, self);
+  return addbmm_impl(self, b1, b2, beta, alpha, self);
 }
 
 // ---- addmv (mv and matmul's matrix-vector case) and dot ----
 
+// addmv_out_cpu's order (addmv_out_cuda's too): an empty matrix gives beta * self through
+// mul_out, which lays the result out as self broadcast with a 0-d tensor, not as the meta's
+// [rows]; then nothing to write; then the dtype dispatch.
 void addmv_kernel(const at::Tensor& self_in, const at::Tensor& mat_in, const at::Tensor& vec_in,
                   const at::Scalar& beta, const at::Scalar& alpha, const at::Tensor& out) {
-  check_dtype(out, "addmv_impl_cpu");
   check_device(out, {&self_in, &mat_in, &vec_in});
+  if (mat_in.numel() == 0) {
+    if (beta.toComplexDouble() == 0.0) {
+      out.zero_();
+    } else {
+      at::mul_out(const_cast<at::Tensor&>(out), self_in,
+                  at::scalar_tensor(beta, self_in.options().device(at::kCPU)));
+    }
+    return;
+  }
+  if (out.numel() == 0) {
+    return;
+  }
+  check_dtype(out, "addmv_impl_cpu");
   at::Tensor mat = resolved(mat_in), vec = resolved(vec_in);
   at::Tensor c = resolved(self_in).resolve_conj().expand({mat.size(0)});
   tpu_tensor c_view = column(c);

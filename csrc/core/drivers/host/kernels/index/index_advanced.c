@@ -165,7 +165,7 @@ typedef struct put_run {
   int64_t self_stride, values_stride, n;
 } put_run;
 
-static const tpu_accum_alpha one = {1.0, 0.0, 1};
+static const tpu_accum_alpha one = {1.0, 0.0, 1, false};
 
 /* Inner operands: 0 = values at the position of I, 1 = offsets. */
 static void put_inner_loop(char **data, const int64_t *strides, int64_t n, void *ctx) {

@@ -37,10 +37,11 @@ GATHER_LOOP(4)
 GATHER_LOOP(8)
 GATHER_LOOP(16)
 
-static tpu_status index_error(const tpu_op_call *call, const tpu_tensor *index, int64_t size,
-                              int64_t dim) {
+/* lo is -size where negative indices count from the end, else 0. */
+static tpu_status index_error(const tpu_op_call *call, const tpu_tensor *index, int64_t lo,
+                              int64_t size, int64_t dim) {
   int64_t value = 0;
-  tpu_index_find_bad(index, 0, size, &value);
+  tpu_index_find_bad(index, lo, size, &value);
   return tpu_error(TPU_ERR_INDEX, "%s(): index %lld is out of bounds for dimension %lld with size "
                    "%lld", tpu_op_name(call->op), (long long)value, (long long)dim,
                    (long long)size);
@@ -102,7 +103,7 @@ tpu_status tpu_kernel_gather(const tpu_op_call *call) {
   tpu_loop_fn loop = elsize == 1 ? gather_1 : elsize == 2 ? gather_2 : elsize == 4 ? gather_4
                    : elsize == 8 ? gather_8 : gather_16;
   tpu_iter_run_parallel(&it, loop, &g);
-  return atomic_load(&g.bad) ? index_error(call, index, self->sizes[dim], dim) : TPU_OK;
+  return atomic_load(&g.bad) ? index_error(call, index, 0, self->sizes[dim], dim) : TPU_OK;
 }
 
 typedef struct scatter_ctx {
@@ -113,6 +114,7 @@ typedef struct scatter_ctx {
   int64_t index_stride; /* bytes between index's elements along dim */
   int64_t src_stride;   /* bytes between src's elements along dim */
   int64_t index_size;   /* bytes per index element */
+  int64_t wrap;         /* added to a negative index: self.size(dim) for INDEX_FILL, else 0 */
 } scatter_ctx;
 
 /* Operands: 0 = self, 1 = index, 2 = src, over index's sizes with dim collapsed; each element
@@ -125,11 +127,13 @@ static void scatter_loop(char **data, const int64_t *strides, int64_t n, void *c
     const char *src = data[2] + j * s->src_stride;
     if (strides[1] == 0) {
       int64_t k = tpu_index_load(index, s->index_size);
+      k += k < 0 ? s->wrap : 0;
       s->fn(data[0] + k * s->self_stride, strides[0], src, strides[2], n, &s->alpha);
       continue;
     }
     for (int64_t e = 0; e < n; e++) {
       int64_t k = tpu_index_load(index + e * strides[1], s->index_size);
+      k += k < 0 ? s->wrap : 0;
       s->fn(data[0] + e * strides[0] + k * s->self_stride, 0, src + e * strides[2], 0, 1,
             &s->alpha);
     }
@@ -149,19 +153,24 @@ tpu_status tpu_kernel_scatter(const tpu_op_call *call) {
                      tpu_op_name(call->op), tpu_dtype_name(self->dtype));
   if (tpu_tensor_numel(index) == 0)
     return TPU_OK;
-  if (tpu_index_any_bad(index, 0, self->sizes[dim]))
-    return index_error(call, index, self->sizes[dim], dim);
+  /* index_fill_ alone, in PyTorch too, counts negative indices from the end. */
+  const int64_t wrap = call->op == TPU_OP_INDEX_FILL ? self->sizes[dim] : 0;
+  if (tpu_index_any_bad(index, -wrap, self->sizes[dim]))
+    return index_error(call, index, -wrap, self->sizes[dim], dim);
 
   int64_t elsize = (int64_t)tpu_dtype_size(self->dtype);
   int64_t index_elsize = (int64_t)tpu_dtype_size(index->dtype);
   scatter_ctx s = {
       .fn = fn,
-      .alpha = {call->scalars[2].f, call->scalars[3].f, call->scalars[4].i},
+      /* PyTorch's index_add_ of a 1-d self multiplies by alpha even when it is 1. */
+      .alpha = {call->scalars[2].f, call->scalars[3].f, call->scalars[4].i,
+                call->op == TPU_OP_INDEX_ADD && self->ndim == 1},
       .count = index->sizes[dim],
       .self_stride = self->sizes[dim] == 1 ? 0 : self->strides[dim] * elsize,
       .index_stride = index->sizes[dim] == 1 ? 0 : index->strides[dim] * index_elsize,
       .src_stride = index->sizes[dim] == 1 ? 0 : src->strides[dim] * elsize,
       .index_size = index_elsize,
+      .wrap = wrap,
   };
   tpu_tensor outer_index = *index, outer_self = with_sizes(self, index);
   tpu_tensor outer_src = with_sizes(src, index);

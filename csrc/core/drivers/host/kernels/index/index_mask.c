@@ -266,7 +266,9 @@ tpu_status tpu_kernel_masked_scatter(const tpu_op_call *call) {
   tpu_status st = check_mask(call, mask);
   if (st == TPU_OK)
     st = check_same_sizes(call, self, mask);
-  if (st == TPU_OK && (source->dtype != self->dtype || !tpu_tensor_is_contiguous(source)))
+  /* An empty source has no layout to check: it only fails the count check below. */
+  if (st == TPU_OK && (source->dtype != self->dtype ||
+                       (tpu_tensor_numel(source) > 0 && !tpu_tensor_is_contiguous(source))))
     st = tpu_error(TPU_ERR_VALUE, "masked_scatter_: source must be contiguous, of self's dtype");
   if (st != TPU_OK)
     return st;

@@ -89,11 +89,14 @@ REAL_LOOPS(f32, float, float, L_SAME, L_SAME, ALPHA_F32)
 REAL_LOOPS(f64, double, double, L_SAME, L_SAME, ALPHA_F64)
 
 /* bool: a + alpha * b != 0 is `a or (alpha and b)`; a * b is `a and b`. Bytes are read as
- * bytes, so a stored value other than 0 or 1 cannot trap. */
+ * bytes, so a stored value other than 0 or 1 cannot trap. alpha converts to bool as PyTorch's
+ * Scalar::to<bool>() does, true when nonzero: a floating alpha of 0.5 is true, though its integer
+ * slot holds it truncated to 0. */
 static void add_bool(char *d, int64_t ds, const char *s, int64_t ss, int64_t n,
                      const tpu_accum_alpha *a) {
+  const bool alpha = a->i != 0 || a->re != 0 || a->im != 0;
   for (int64_t i = 0; i < n; i++)
-    d[i * ds] = (char)(d[i * ds] != 0 || (a->i != 0 && s[i * ss] != 0));
+    d[i * ds] = (char)(d[i * ds] != 0 || (alpha && s[i * ss] != 0));
 }
 
 static void mul_bool(char *d, int64_t ds, const char *s, int64_t ss, int64_t n,
@@ -107,12 +110,14 @@ static void mul_bool(char *d, int64_t ds, const char *s, int64_t ss, int64_t n,
   static void add_##NAME(char *d, int64_t ds, const char *s, int64_t ss, int64_t n,                \
                          const tpu_accum_alpha *a) {                                               \
     R ar = (R)a->re, ai = (R)a->im;                                                                \
+    /* alpha 1 adds as is: (1 + 0i) * (0.75 - inf i) would be NaN - inf i. */                      \
+    const bool plain = ar == 1 && ai == 0 && !a->always_scale;                                     \
     for (int64_t i = 0; i < n; i++) {                                                              \
       T x, y;                                                                                      \
       memcpy(&x, d + i * ds, sizeof x);                                                            \
       memcpy(&y, s + i * ss, sizeof y);                                                            \
-      x.re += ar * y.re - ai * y.im;                                                               \
-      x.im += ar * y.im + ai * y.re;                                                               \
+      x.re += plain ? y.re : ar * y.re - ai * y.im;                                                \
+      x.im += plain ? y.im : ar * y.im + ai * y.re;                                                \
       memcpy(d + i * ds, &x, sizeof x);                                                            \
     }                                                                                              \
   }                                                                                                \

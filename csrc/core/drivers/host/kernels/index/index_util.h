@@ -71,10 +71,14 @@ static inline double tpu_real_round(tpu_dtype dtype, double v) {
 }
 
 /* The alpha of TPU_ACCUM_ADD, read as re (+ im i) for floating and complex dtypes, as i for
- * integers and bool. */
+ * integers and bool. A complex add with alpha 1 adds src as is, as PyTorch's add_ and scatter_add
+ * do; another alpha, or any alpha with `always_scale` (PyTorch's index_add_ of a 1-d self, which
+ * multiplies even by 1), multiplies src by it as a complex product, where an infinite part times
+ * 0 makes the other part NaN. */
 typedef struct tpu_accum_alpha {
   double re, im;
   int64_t i;
+  bool always_scale;
 } tpu_accum_alpha;
 
 /* Applies dst[k] = dst[k] op src[k] for k < n, elements k * dst_stride and k * src_stride bytes

@@ -55,7 +55,7 @@ static void rows_range(int64_t begin, int64_t end, int chunk, void *arg) {
     int64_t k = index_at(e, n);
     if (k == e->padding || k < begin || k >= end)
       continue;
-    tpu_accum_alpha alpha = {counts ? 1.0 / (double)counts[k] : 1.0, 0.0, 1};
+    tpu_accum_alpha alpha = {counts ? 1.0 / (double)counts[k] : 1.0, 0.0, 1, false};
     e->add(row(e->gw, k), gs, row(e->grad, n), ss, e->D, &alpha);
   }
 }
