@@ -252,14 +252,16 @@ def compare_values(
 
 
 # Ops whose complex results come from multiplications (BLAS, complex products, transcendental
-# functions, means): for them a non-finite complex value matches any non-finite one. Which part
-# of (inf + 1j) * (1 + 0j) becomes NaN depends on the formula (CPU's naive product gives inf+nanj;
-# BLAS kernels and CUDA's differ), and C99 Annex G treats all of them as one complex infinity.
+# functions, means, alpha * other in add/sub/index_add): for them a non-finite complex value
+# matches any non-finite one. Which part of (inf + 1j) * (1 + 0j) becomes NaN depends on the
+# formula (CPU's naive product gives inf+nanj; BLAS kernels and CUDA's differ; CPU's index_add
+# multiplies by alpha 1 for some layouts only), and C99 Annex G treats all of them as one
+# complex infinity.
 COMPLEX_LOOSE_OPS = frozenset(
     "mm bmm matmul addmm addmv addbmm baddbmm dot vdot mv linear mul div pow prod mean "
     "exp exp2 expm1 log log2 log10 log1p sin cos tan tanh sinh cosh asin acos atan sqrt "
     "rsqrt reciprocal sigmoid lerp addcmul addcdiv add sub rsub norm vector_norm var std "
-    "var_mean std_mean softmax log_softmax logsumexp".split()
+    "var_mean std_mean softmax log_softmax logsumexp index_add".split()
 )
 
 
@@ -340,10 +342,12 @@ def _tpu_inputs(program: Program, k: int, mode: str) -> tuple[Run, dict[str, Any
             v = values[r.name] if r.index is None else values[r.name][r.index]
             if isinstance(v, torch.Tensor):
                 key = _skey(v)
-                if key in seen:
+                if key in seen and step.writes():
                     view, clone = seen[key]
                     if view != (v.data_ptr(), v.shape, v.stride()):
-                        raise _Aliased  # two views of one memory: clones would not be
+                        # Two views of memory the step writes: clones would not alias. (A step
+                        # that only reads them computes the same from separate clones.)
+                        raise _Aliased
                     snaps[r] = clone  # the same tensor twice (out= is an input): one clone
                     continue
                 snaps[r] = v.clone()
@@ -462,6 +466,8 @@ def _oracle(
                 # overflows, CUDA's does not).
                 alts.append(w64.to(w.dtype))
             bound = _sum_bound(step, pristine, wn, w)
+            if bound is None:
+                bound = _layer_norm_bound(step, pristine, w)
             if bound is not None:
                 noise = bound if noise is None else torch.maximum(noise, bound)
             huge = _huge_quotient(step, pristine)
@@ -475,6 +481,9 @@ def _oracle(
             first = _cast_first(step, pristine)
             if first is not None and first.shape == w.shape:
                 alts.append(first.to(w.dtype))
+            scaled = _scaled_norm(step, pristine)
+            if scaled is not None and scaled.shape == w.shape:
+                alts.append(scaled.to(w.dtype))
             cuda = _cuda_formula(step, pristine)
             if cuda is not None and cuda.shape == w.shape:
                 alts.append(cuda.to(w.dtype))
@@ -519,10 +528,15 @@ def _holds(dtype: torch.dtype, t: torch.Tensor) -> bool:
     return bool(_holds_each(dtype, t).all())
 
 
+# Reductions whose out= dtype is the one they compute in.
+OUT_DTYPE_REDUCTIONS = frozenset("sum mean prod nansum cumsum cumprod var std".split())
+
+
 def _compute_dtypes(step: Step, local: dict[str, Any]) -> list[torch.dtype]:
     """For an out= call, the dtypes of the functional call's results (what the op computes in
-    before the cast to out=); else []."""
-    if step.variant != "out":
+    before the cast to out=); else []. Reductions compute in out's dtype (PyTorch's
+    make_reduction_from_out_ty), the input cast to it: [] for them too."""
+    if step.variant != "out" or step.op in OUT_DTYPE_REDUCTIONS:
         return []
     functional = replace(
         step, kwargs=tuple((k, v) for k, v in step.kwargs if k != "out"), variant="functional"
@@ -600,6 +614,32 @@ def _sum_bound(
     return torch.where(torch.isnan(b), torch.zeros_like(b), b)
 
 
+def _layer_norm_bound(step: Step, local: dict[str, Any], want: torch.Tensor) -> torch.Tensor | None:
+    """For layer_norm: y = (x - mean) rstd w + b sums terms that may cancel. Its rounding error
+    is bounded by 4 eps (|x_hat w| + |b| + |w| rstd mean(|x|)): the last term is the mean's own
+    rounding (a few units of mean(|x|)) scaled by the row's rstd and weight. eps is float32's for
+    float16/bfloat16, which compute in float32 (opmath)."""
+    if step.op != "layer_norm" or not want.is_floating_point():
+        return None
+    try:
+        x = resolve(local, step.args[0]).double()
+        shape = tuple(step.args[1])
+        kw = {k: resolve(local, v) for k, v in step.kwargs}
+        dims = tuple(range(x.dim() - len(shape), x.dim()))
+        mean = x.mean(dims, keepdim=True)
+        rstd = ((x - mean).square().mean(dims, keepdim=True) + kw.get("eps", 1e-5)).rsqrt()
+        scale = kw["weight"].double().abs() if kw.get("weight") is not None else 1.0
+        shift = kw["bias"].double().abs() if kw.get("bias") is not None else 0.0
+        terms = ((x - mean) * rstd).abs() * scale + shift + scale * rstd * x.abs().mean(dims, True)
+    except Exception:
+        return None
+    if terms.shape != want.shape:
+        return None
+    lowp = want.dtype in (torch.float16, torch.bfloat16)
+    b = terms * (4 * torch.finfo(torch.float32 if lowp else want.dtype).eps)
+    return torch.where(torch.isfinite(b), b, torch.zeros_like(b))
+
+
 def _nmatmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """torch.matmul as products and sums (IEEE: 0 * inf is NaN, nothing is skipped)."""
     x = a.unsqueeze(0) if a.dim() == 1 else a
@@ -650,8 +690,14 @@ def _naive_blas(step: Step, local: dict[str, Any]) -> torch.Tensor | None:
 def _cast_first(step: Step, local: dict[str, Any]) -> torch.Tensor | None:
     """For a call with a floating dtype= (softmax, sum, cumsum...): the exact result of the
     input cast to that dtype first, as PyTorch documents ("the input tensor is cast to dtype
-    before the operation is performed"), rounded to the dtype."""
-    dtype = dict(step.kwargs).get("dtype")
+    before the operation is performed"), rounded to the dtype. var/std with an out= compute in
+    out's dtype, the input cast to it (std_var_out; CPU's fast path for a full reduction
+    computes in the input's dtype instead, CUDA's kernel does not)."""
+    kwargs = dict(step.kwargs)
+    dtype = kwargs.get("dtype")
+    if step.op in ("var", "std") and isinstance(kwargs.get("out"), Ref):
+        out = resolve(local, kwargs["out"])
+        dtype = out.dtype if isinstance(out, torch.Tensor) else None
     if not isinstance(dtype, torch.dtype) or not (dtype.is_floating_point or dtype.is_complex):
         return None
     wide = torch.complex128 if dtype.is_complex else torch.float64
@@ -662,13 +708,36 @@ def _cast_first(step: Step, local: dict[str, Any]) -> torch.Tensor | None:
         return v
 
     vals = {n: cast(v) for n, v in _copy_values(local).items()}
-    kw = tuple((k, wide if k == "dtype" else v) for k, v in step.kwargs)
+    kw = tuple((k, wide if k == "dtype" else v) for k, v in step.kwargs if k != "out")
     try:
         run_step(vals, replace(step, kwargs=kw))
     except Exception:
         return None
     got = next((t for _, t in _tensors(vals.get(step.name), step.name)), None)
     return None if got is None else got.to(dtype)
+
+
+def _scaled_norm(step: Step, local: dict[str, Any]) -> torch.Tensor | None:
+    """For norm and vector_norm of a real floating input: the step in float64 on the input
+    divided by its largest |x|, times that value. The exact norm where the sum of |x|^p
+    overflows float64 but the norm does not (norm([-2, 1.8e308]) is 1.8e308)."""
+    if step.op not in ("norm", "vector_norm") or not isinstance(step.args[0], Ref):
+        return None
+    x = resolve(local, step.args[0])
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.numel() == 0:
+        return None
+    m = float(x.double().abs().max())
+    if not math.isfinite(m) or m == 0:
+        return None
+    vals = _copy_values(local)
+    vals[step.args[0].name] = x.double() / m
+    kw = tuple((k, v) for k, v in step.kwargs if k not in ("out", "dtype"))
+    try:
+        run_step(vals, replace(step, kwargs=kw, variant="functional"))
+    except Exception:
+        return None
+    got = vals.get(step.name)
+    return got * m if isinstance(got, torch.Tensor) else None
 
 
 def _cuda_formula(step: Step, local: dict[str, Any]) -> torch.Tensor | None:
@@ -974,8 +1043,95 @@ def _compare(program: Program, cpu: Run, run: Run, mode: str, use_oracle: bool) 
             return _failure(program, cpu, "value", mode, k, f"{name}: {d}", value=name, extra=extra)
         if m is not None:
             f = _failure(program, cpu, m[0], mode, k, f"{name}: {m[1]}", value=name)
+            if m[0] == "stride" and _cuda_layout_matches(program, name, t, mode):
+                f.extra["cuda_layout"] = True
+                f.detail += " (CPU's layout from inputs not converted to the common dtype agrees)"
             return _with_meta(program, f, t)
     return None
+
+
+def _common_dtype(args: list[Any]) -> torch.dtype | None:
+    """TensorIterator's common dtype of an op's tensor and number arguments."""
+    acc: Any = None
+    for a in args:
+        if not isinstance(a, (torch.Tensor, bool, int, float, complex)):
+            continue
+        if acc is None:
+            acc = a
+            continue
+        dt = torch.result_type(acc, a)
+        dims = any(isinstance(x, torch.Tensor) and x.dim() > 0 for x in (acc, a))
+        acc = torch.empty((1,) if dims else (), dtype=dt)
+    return acc.dtype if isinstance(acc, torch.Tensor) else None
+
+
+def _cuda_layout_matches(program: Program, name: str, t: torch.Tensor, mode: str) -> bool:
+    """Whether tpu's strides for value `name` are the ones CUDA's TensorIterator chooses: on CPU
+    (only) it converts inputs of another dtype to the common dtype before choosing the output's
+    layout, and the copy of an overlapping or non-dense input is dense. Runs the step that made
+    `name` (a functional or out= call) on CPU from stand-ins of its tensors as the tpu run had
+    them just before it (sizes, strides, offsets; values irrelevant, only the layout is
+    compared), those of another dtype than the common one already converted. The common dtype is
+    the inputs' promoted one, or the result's where the op promotes integers to it."""
+    made = [j for j, s in enumerate(program.steps) if s.name == name]
+    if not made or program.steps[made[0]].variant not in ("functional", "out"):
+        return False
+    j = made[0]
+    step = program.steps[j]
+    layouts: dict[str, Any] = {}
+
+    def hook(i: int, values: dict[str, Any]) -> None:
+        if i == j:
+            layouts.update({r.name: values[r.name] for r in step.refs() if r.index is None})
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with tpu.eager_mode(mode):
+            run = execute(program, "tpu", stop=j + 1, hook=hook)
+    _recover()
+    if run.error is not None or not layouts:
+        return False
+    written = {r.name for r in step.writes()}
+    plain = {n: _stand_in(v, None) for n, v in layouts.items()}
+    args = [resolve(plain, a) for a in step.args]
+    args += [resolve(plain, v) for k, v in step.kwargs if k != "out"]
+    common = _common_dtype(args)
+    for floating in (False, True):
+        vals = dict(plain)
+        dt = common
+        if floating:
+            done = dict(plain)
+            try:
+                run_step(done, step)
+            except Exception:
+                return False
+            made_value = done.get(name)
+            if not isinstance(made_value, torch.Tensor) or not made_value.is_floating_point():
+                return False
+            dt = made_value.dtype
+        for n, v in layouts.items():
+            if n not in written and isinstance(v, torch.Tensor) and v.dim() > 0:
+                vals[n] = _stand_in(v, dt)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                run_step(vals, step)
+        except Exception:
+            continue
+        out = vals.get(name)
+        if isinstance(out, torch.Tensor) and compare_meta(out, t) is None:
+            return True
+    return False
+
+
+def _stand_in(v: Any, dtype: torch.dtype | None) -> Any:
+    """A CPU tensor of ones with v's sizes, strides and offset (dtype, or v's own); v itself when
+    it is no device tensor."""
+    if not isinstance(v, torch.Tensor) or v.device.type == "cpu":
+        return v
+    n = sum((d - 1) * st for d, st in zip(v.shape, v.stride(), strict=True))
+    base = torch.ones(max(v.storage_offset() + n + 1, 1), dtype=dtype or v.dtype)
+    return base.as_strided(v.shape, v.stride(), v.storage_offset())
 
 
 def _lossy_cast(program: Program, cpu: Run, k: int, dtype: torch.dtype) -> bool:
