@@ -114,7 +114,7 @@ def test_prod_zero_after_overflow(eager_mode: str, dtype: torch.dtype) -> None:
             torch.cat([torch.full((many,), 3.0), torch.tensor([-0.0])]),
             torch.cat([torch.tensor([-0.0]), torch.full((many,), -3.0)]),
             torch.cat([torch.full((many,), -3.0), torch.tensor([1.0])]),
-            torch.cat([torch.full((many,), 3.0), torch.tensor([0.0])]) * torch.tensor(math.inf),
+            torch.cat([torch.full((many - 1,), 3.0), torch.tensor([-math.inf, 0.0])]),
         ]
     ).to(dtype)
     neg_zero = -1.0 if many % 2 == 0 else 1.0

@@ -481,6 +481,9 @@ def _oracle(
             first = _cast_first(step, pristine)
             if first is not None and first.shape == w.shape:
                 alts.append(first.to(w.dtype))
+            exact = _exact_prod(step, pristine)
+            if exact is not None and exact.shape == w.shape:
+                alts.append(exact.to(w.dtype))
             scaled = _scaled_norm(step, pristine)
             if scaled is not None and scaled.shape == w.shape:
                 alts.append(scaled.to(w.dtype))
@@ -582,7 +585,9 @@ def _sum_bound(
     """For SUM_OPS: 4 k eps sum(|terms|) per element (k: the longest dimension of an input),
     computed by running the step on the inputs' absolute values in float64."""
     summing = step.op in SUM_OPS or (step.op == "scatter" and "reduce" in dict(step.kwargs))
-    if not summing or not (want.is_floating_point() or want.is_complex()):
+    # The mean of var_mean/std_mean is a sum too (CPU's Welford and a two-pass mean differ).
+    mean_of_stats = step.op in ("var_mean", "std_mean") and name.endswith("[1]")
+    if not (summing or mean_of_stats) or not (want.is_floating_point() or want.is_complex()):
         return None
     # Integer inputs summed into a floating result count too (not the indices of index ops).
     ints = step.op not in ("index_add", "scatter_add", "scatter")
@@ -717,17 +722,54 @@ def _cast_first(step: Step, local: dict[str, Any]) -> torch.Tensor | None:
     return None if got is None else got.to(dtype)
 
 
+def _exact_prod(step: Step, local: dict[str, Any]) -> torch.Tensor | None:
+    """For prod of a real floating input: the exact product, whatever the order: its sign and
+    zeros from the product of the factors' signs (±1, ±0), its size from the sum of log|x|, NaN
+    for a NaN or a zero times an infinity. Partial products that overflow before a zero comes
+    make NaN in one order and ±0 in another."""
+    if step.op != "prod" or not step.args or not isinstance(step.args[0], Ref):
+        return None
+    x = resolve(local, step.args[0])
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        return None
+    kw = tuple((k, v) for k, v in step.kwargs if k not in ("out", "dtype"))
+    x = x.double()
+    finite = torch.isfinite(x) & (x != 0)
+    one = torch.ones_like(x)
+
+    def reduce(fn: str, v: torch.Tensor) -> torch.Tensor | None:
+        vals = _copy_values(local)
+        vals[step.args[0].name] = v
+        try:
+            run_step(vals, replace(step, fn=fn, kwargs=kw, variant="functional"))
+        except Exception:
+            return None
+        got = vals.get(step.name)
+        return got if isinstance(got, torch.Tensor) else None
+
+    signs = reduce(step.fn, torch.where(x == 0, 0.0, one).copysign(x))
+    logs = reduce("torch.sum", torch.where(finite, x.abs().log(), 0.0))
+    infs = reduce("torch.sum", torch.isinf(x).double())
+    nans = reduce("torch.sum", torch.isnan(x).double())
+    if signs is None or logs is None or infs is None or nans is None:
+        return None
+    size = torch.where(infs > 0, math.inf, logs.exp())
+    result = torch.where(signs == 0, torch.where(infs > 0, math.nan, signs), signs * size)
+    return torch.where(nans > 0, math.nan, result)
+
+
 def _scaled_norm(step: Step, local: dict[str, Any]) -> torch.Tensor | None:
     """For norm and vector_norm of a real floating input: the step in float64 on the input
-    divided by its largest |x|, times that value. The exact norm where the sum of |x|^p
+    divided by its largest finite |x|, times that value. The exact norm where the sum of |x|^p
     overflows float64 but the norm does not (norm([-2, 1.8e308]) is 1.8e308)."""
     if step.op not in ("norm", "vector_norm") or not isinstance(step.args[0], Ref):
         return None
     x = resolve(local, step.args[0])
     if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.numel() == 0:
         return None
-    m = float(x.double().abs().max())
-    if not math.isfinite(m) or m == 0:
+    finite = x.double().abs()[torch.isfinite(x)]
+    m = float(finite.max()) if finite.numel() else 0.0
+    if m == 0:
         return None
     vals = _copy_values(local)
     vals[step.args[0].name] = x.double() / m

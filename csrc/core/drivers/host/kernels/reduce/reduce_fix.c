@@ -167,7 +167,7 @@ static void census(double *s, double x) {
     s[0] += 1;
     return;
   }
-  s[1] += x == 0, s[2] += isinf(x), s[3] += signbit(x) != 0;
+  s[1] += x == 0, s[2] += isinf(x) != 0, s[3] += signbit(x) != 0; /* isinf(-inf) may be -1 */
   if (x != 0 && !isinf(x))
     s[4] += log(fabs(x));
 }
