@@ -46,6 +46,10 @@ static const tpu_env_var registry[] = {
      "Largest pageable host-to-device copy that is staged and queued; larger ones synchronize "
      "the stream and copy on the calling thread.",
      TPU_ENV_EXPERIMENTAL},
+    {"TORCH_TPU_PJRT_PLUGIN", "unset",
+     "Path of a PJRT plugin: a shared library exporting GetPjrtApi, such as XLA's CPU plugin. The "
+     "PJRT driver is in progress: for now only the core's C tests read it, and skip without it.",
+     TPU_ENV_TESTING},
 };
 
 const tpu_env_var *tpu_env_list(size_t *count) {

@@ -1,0 +1,130 @@
+#include "drivers/pjrt/tpu_pjrt_executable.h"
+
+#include <stdlib.h>
+
+#include "drivers/pjrt/tpu_pjrt_error.h"
+#include "drivers/pjrt/tpu_pjrt_event.h"
+
+/* A serialized xla.CompileOptionsProto: executable_build_options (field 3, 4 bytes) holding
+ * num_replicas = 1 (field 4) and num_partitions = 1 (field 5). XLA's plugins abort on an empty
+ * proto (0 replicas) instead of returning an error, so the options are never left out. */
+static const char compile_options[] = {0x1a, 0x04, 0x20, 0x01, 0x28, 0x01};
+
+static PJRT_Error *destroy_loaded(const PJRT_Api *api, PJRT_LoadedExecutable *executable) {
+  PJRT_LoadedExecutable_Destroy_Args args = {
+      .struct_size = PJRT_LoadedExecutable_Destroy_Args_STRUCT_SIZE, .executable = executable};
+  return api->PJRT_LoadedExecutable_Destroy(&args);
+}
+
+/* The number of results, which the compiled executable knows (the loaded one does not say). */
+static tpu_status count_outputs(const PJRT_Api *api, PJRT_LoadedExecutable *loaded, size_t *out) {
+  PJRT_LoadedExecutable_GetExecutable_Args get = {
+      .struct_size = PJRT_LoadedExecutable_GetExecutable_Args_STRUCT_SIZE,
+      .loaded_executable = loaded};
+  tpu_status status = tpu_pjrt_status(api, api->PJRT_LoadedExecutable_GetExecutable(&get),
+                                      "PJRT_LoadedExecutable_GetExecutable");
+  if (status != TPU_OK)
+    return status;
+  PJRT_Executable_NumOutputs_Args outputs = {
+      .struct_size = PJRT_Executable_NumOutputs_Args_STRUCT_SIZE, .executable = get.executable};
+  status = tpu_pjrt_status(api, api->PJRT_Executable_NumOutputs(&outputs),
+                           "PJRT_Executable_NumOutputs");
+  PJRT_Executable_Destroy_Args destroy = {.struct_size = PJRT_Executable_Destroy_Args_STRUCT_SIZE,
+                                          .executable = get.executable};
+  PJRT_Error *destroy_failed = api->PJRT_Executable_Destroy(&destroy);
+  if (status != TPU_OK) {
+    tpu_pjrt_error_drop(api, destroy_failed);
+    return status;
+  }
+  *out = outputs.num_outputs;
+  return tpu_pjrt_status(api, destroy_failed, "PJRT_Executable_Destroy");
+}
+
+tpu_status tpu_pjrt_executable_compile(const tpu_pjrt_client *client, const char *text,
+                                       size_t size, tpu_pjrt_executable **out) {
+  *out = NULL;
+  if (!text || size == 0)
+    return tpu_error(TPU_ERR_VALUE, "an empty StableHLO module");
+  const PJRT_Api *api = client->api;
+  /* PJRT_Program's code is not const because other calls write it; compiling only reads it. */
+  PJRT_Program program = {.struct_size = PJRT_Program_STRUCT_SIZE,
+                          .code = (char *)text,
+                          .code_size = size,
+                          .format = "mlir",
+                          .format_size = 4};
+  PJRT_Client_Compile_Args args = {.struct_size = PJRT_Client_Compile_Args_STRUCT_SIZE,
+                                   .client = client->client,
+                                   .program = &program,
+                                   .compile_options = compile_options,
+                                   .compile_options_size = sizeof compile_options};
+  tpu_status status =
+      tpu_pjrt_status(api, api->PJRT_Client_Compile(&args), "PJRT_Client_Compile");
+  if (status != TPU_OK)
+    return status;
+  tpu_pjrt_executable *exe = calloc(1, sizeof *exe);
+  if (!exe)
+    status = tpu_error(TPU_ERR_OUT_OF_MEMORY, "out of host memory for a PJRT executable");
+  else
+    status = count_outputs(api, args.executable, &exe->output_count);
+  if (status != TPU_OK) {
+    tpu_pjrt_error_drop(api, destroy_loaded(api, args.executable));
+    free(exe);
+    return status;
+  }
+  exe->client = client;
+  exe->executable = args.executable;
+  *out = exe;
+  return TPU_OK;
+}
+
+tpu_status tpu_pjrt_executable_run(const tpu_pjrt_executable *exe, PJRT_Buffer *const *inputs,
+                                   size_t input_count, PJRT_Buffer **outputs, size_t output_count) {
+  if (output_count != exe->output_count)
+    return tpu_error(TPU_ERR_VALUE, "the executable makes %zu outputs, not %zu", exe->output_count,
+                     output_count);
+  if (input_count && !inputs)
+    return tpu_error(TPU_ERR_VALUE, "no input buffers for %zu inputs", input_count);
+  for (size_t i = 0; i < input_count; i++)
+    if (!inputs[i])
+      return tpu_error(TPU_ERR_VALUE, "input %zu is not a buffer", i);
+  for (size_t i = 0; i < output_count; i++)
+    outputs[i] = NULL;
+  const PJRT_Api *api = exe->client->api;
+  /* One device: the argument and output lists are one list each. */
+  PJRT_ExecuteOptions options = {.struct_size = PJRT_ExecuteOptions_STRUCT_SIZE};
+  PJRT_Event *done = NULL;
+  PJRT_LoadedExecutable_Execute_Args args = {
+      .struct_size = PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE,
+      .executable = exe->executable,
+      .options = &options,
+      .argument_lists = &inputs,
+      .num_devices = 1,
+      .num_args = input_count,
+      .output_lists = &outputs,
+      .device_complete_events = &done,
+  };
+  tpu_status status = tpu_pjrt_status(api, api->PJRT_LoadedExecutable_Execute(&args),
+                                      "PJRT_LoadedExecutable_Execute");
+  if (status == TPU_OK)
+    status = tpu_pjrt_event_await(api, done, "PJRT_LoadedExecutable_Execute");
+  if (status != TPU_OK) {
+    for (size_t i = 0; i < output_count; i++) {
+      PJRT_Buffer_Destroy_Args destroy = {.struct_size = PJRT_Buffer_Destroy_Args_STRUCT_SIZE,
+                                          .buffer = outputs[i]};
+      if (outputs[i])
+        tpu_pjrt_error_drop(api, api->PJRT_Buffer_Destroy(&destroy));
+      outputs[i] = NULL;
+    }
+  }
+  return status;
+}
+
+tpu_status tpu_pjrt_executable_destroy(tpu_pjrt_executable *exe) {
+  if (!exe)
+    return TPU_OK;
+  const PJRT_Api *api = exe->client->api;
+  tpu_status status = tpu_pjrt_status(api, destroy_loaded(api, exe->executable),
+                                      "PJRT_LoadedExecutable_Destroy");
+  free(exe);
+  return status;
+}

@@ -1,0 +1,30 @@
+/* Executables of a PJRT client: StableHLO modules compiled for the client's first device, run on
+ * buffers of that device. */
+#ifndef TPU_PJRT_EXECUTABLE_H
+#define TPU_PJRT_EXECUTABLE_H
+
+#include <stddef.h>
+
+#include "base/tpu_status.h"
+#include "drivers/pjrt/tpu_pjrt_client.h"
+
+typedef struct tpu_pjrt_executable {
+  const tpu_pjrt_client *client;
+  PJRT_LoadedExecutable *executable;
+  size_t output_count; /* the results one run makes */
+} tpu_pjrt_executable;
+
+/* Compiles the StableHLO module `text` (MLIR text or bytecode, `size` bytes) for one replica and
+ * one partition. A module the plugin rejects is an error with the plugin's message. */
+tpu_status tpu_pjrt_executable_compile(const tpu_pjrt_client *client, const char *text,
+                                       size_t size, tpu_pjrt_executable **out);
+
+/* Runs the executable on `inputs` (its parameters, in order) and waits until it has finished;
+ * outputs[0..output_count) receive new buffers the caller destroys (tpu_pjrt_buffer_destroy). */
+tpu_status tpu_pjrt_executable_run(const tpu_pjrt_executable *exe, PJRT_Buffer *const *inputs,
+                                   size_t input_count, PJRT_Buffer **outputs, size_t output_count);
+
+/* Frees the executable (NULL is fine) and returns the plugin's error, if any. */
+tpu_status tpu_pjrt_executable_destroy(tpu_pjrt_executable *exe);
+
+#endif

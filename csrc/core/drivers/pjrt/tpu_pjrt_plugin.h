@@ -1,0 +1,16 @@
+/* A PJRT plugin: a shared library exporting GetPjrtApi (XLA's CPU and GPU plugins, libtpu). The
+ * PJRT driver is in progress (docs/ARCHITECTURE.md, "The PJRT driver"); for now the C tests load
+ * one from TORCH_TPU_PJRT_PLUGIN. */
+#ifndef TPU_PJRT_PLUGIN_H
+#define TPU_PJRT_PLUGIN_H
+
+#include "base/tpu_status.h"
+#include "pjrt/pjrt_c_api.h"
+
+/* Loads the plugin at `path` once per process, checks its API (major version 0, every function the
+ * driver calls present within its struct size) and initializes it; *out receives its function
+ * table. Loading the same path again returns the same table; another path is an error, since
+ * plugins cannot be unloaded. */
+tpu_status tpu_pjrt_plugin_load(const char *path, const PJRT_Api **out);
+
+#endif
