@@ -475,21 +475,12 @@ def _oracle(
                 inf = torch.full(w.shape, math.inf, dtype=torch.float64)
                 base = noise if noise is not None else torch.zeros_like(inf)
                 noise = torch.where(huge, inf, base)
-            naive = _naive_blas(step, pristine)
-            if naive is not None and naive.shape == w.shape:
-                alts.append(naive.to(w.dtype))
-            first = _cast_first(step, pristine)
-            if first is not None and first.shape == w.shape:
-                alts.append(first.to(w.dtype))
-            exact = _exact_prod(step, pristine)
-            if exact is not None and exact.shape == w.shape:
-                alts.append(exact.to(w.dtype))
-            scaled = _scaled_norm(step, pristine)
-            if scaled is not None and scaled.shape == w.shape:
-                alts.append(scaled.to(w.dtype))
-            cuda = _cuda_formula(step, pristine)
-            if cuda is not None and cuda.shape == w.shape:
-                alts.append(cuda.to(w.dtype))
+            # Other acceptable results: the formula without BLAS, the input cast first, the
+            # exact product, the scaled norm, CUDA's formula.
+            for alternative in (_naive_blas, _cast_first, _exact_prod, _scaled_norm, _cuda_formula):
+                alt = alternative(step, pristine)
+                if alt is not None and alt.shape == w.shape:
+                    alts.append(alt.to(w.dtype))
             loose = step.op in COMPLEX_LOOSE_OPS if w.is_complex() else step.op in BLAS_OPS
             gc = g.cpu()
             if _coarser(cdt, w.dtype) and _holds(cdt, w):
