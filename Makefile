@@ -8,8 +8,14 @@ DEPS_STAMP := $(VENV)/.deps-installed
 INSTALL_STAMP := $(VENV)/.torch-tpu-installed
 SOURCES := $(shell find csrc src -type f \( -name '*.c' -o -name '*.h' -o -name '*.cpp' -o -name '*.py' \)) CMakeLists.txt pyproject.toml
 JOBS ?= $(shell nproc)
+# XLA's CPU plugin for the PJRT driver's tests; it declares a jax dependency it does not need.
+PJRT_CPU_PLUGIN := lammps-jax-pjrt-cpu==0.11.2
+# What make pytest-pjrt runs on the PJRT driver: its own tests, elementwise ops, views, copies and
+# the models (trained against CPU); the rest of the suite runs on the host driver.
+PJRT_TESTS := tests/test_pjrt.py tests/test_ops_elementwise.py tests/test_views.py \
+	tests/test_copy.py tests/test_models.py
 
-.PHONY: setup demo test core-tests core-tests-sanitized core-tests-tsan fault-injection fuzz-core fuzz soak pytest lint bench bench-full clean
+.PHONY: setup demo test core-tests core-tests-sanitized core-tests-tsan fault-injection fuzz-core fuzz soak pytest pytest-pjrt lint bench bench-full clean
 
 setup: $(INSTALL_STAMP)
 
@@ -20,6 +26,7 @@ $(DEPS_STAMP): $(PY) requirements-dev.txt
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q torch==2.13.0
 	$(PIP) install -q -r requirements-dev.txt
+	$(PIP) install -q --no-deps $(PJRT_CPU_PLUGIN)
 	touch $@
 
 # Warnings are errors here (and so in CI), not in a user's plain `pip install .`.
@@ -90,6 +97,11 @@ fuzz-core:
 pytest: setup
 	$(VENV)/bin/pytest -q -n $(JOBS) --dist loadfile
 
+# The PJRT driver on XLA's CPU plugin (TORCH_TPU_PJRT_PLUGIN names the installed package).
+pytest-pjrt: setup
+	TORCH_TPU_DRIVER=pjrt TORCH_TPU_PJRT_PLUGIN=lammps_jax_pjrt_cpu \
+		$(VENV)/bin/pytest -q -n $(JOBS) --dist loadfile $(PJRT_TESTS)
+
 # The layers (docs/ARCHITECTURE.md): the core and the binding reach a driver only through
 # drivers/tpu_driver.h, never through a header of a driver's own folder.
 CORE_LAYER := csrc/core/base csrc/core/exec csrc/core/graph csrc/core/mem csrc/core/ops \
@@ -103,7 +115,7 @@ lint: $(DEPS_STAMP)
 	$(VENV)/bin/ruff format --check src tests examples bench
 
 test: FUZZ_CORE_SECONDS = $(FUZZ_CORE_TEST_SECONDS)
-test: core-tests core-tests-sanitized core-tests-tsan fault-injection fuzz-core lint pytest
+test: core-tests core-tests-sanitized core-tests-tsan fault-injection fuzz-core lint pytest pytest-pjrt
 
 bench: setup
 	$(PY) -m bench.run --quick

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,3 +25,25 @@ def eager_mode(request: pytest.FixtureRequest) -> Iterator[str]:
     finally:
         torch.tpu.synchronize()
         torch.tpu.set_eager_mode("strict")
+
+
+# Where the PJRT driver (make pytest-pjrt) knowingly differs from PyTorch CPU, with the reason.
+PJRT_KNOWN_DIFFERENCES = {
+    "test_scalar_operands[{mode}-div-scalar7-dtype0]": "XLA divides float64 by a broadcast "
+    "value through its reciprocal: 1-ulp differences",
+    "test_scalar_operands[{mode}-div-scalar7-dtype1]": "XLA divides float64 by a broadcast "
+    "value through its reciprocal: 1-ulp differences",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if os.environ.get("TORCH_TPU_DRIVER") != "pjrt":
+        return
+    known = {
+        name.format(mode=mode): reason
+        for name, reason in PJRT_KNOWN_DIFFERENCES.items()
+        for mode in EAGER_MODES
+    }
+    for item in items:
+        if item.name in known:
+            item.add_marker(pytest.mark.xfail(reason=known[item.name], strict=True))

@@ -32,6 +32,13 @@ py::dict op_stats() {
       native[py::str(tpu_op_name(static_cast<tpu_op_id>(op)))] = count;
     }
   }
+  py::dict driver_fallback;
+  for (int op = 0; op < TPU_OP_COUNT; op++) {
+    uint64_t count = tpu_op_driver_fallback_count(static_cast<tpu_op_id>(op));
+    if (count) {
+      driver_fallback[py::str(tpu_op_name(static_cast<tpu_op_id>(op)))] = count;
+    }
+  }
   py::dict fallback;
   tpu_op_fallback_counts(
       [](const char* name, uint64_t count, void* ctx) {
@@ -41,6 +48,7 @@ py::dict op_stats() {
   py::dict stats;
   stats["native"] = native;
   stats["fallback"] = fallback;
+  stats["driver_fallback"] = driver_fallback;
   return stats;
 }
 

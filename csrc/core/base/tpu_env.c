@@ -8,8 +8,9 @@
 
 static const tpu_env_var registry[] = {
     {"TORCH_TPU_DRIVER", "host",
-     "The driver that runs the chips: host (simulated chips in host memory). An unknown name "
-     "makes every tpu call raise an error that lists the drivers there are.",
+     "The driver that runs the chips: host (simulated chips in host memory) or pjrt (a PJRT "
+     "plugin's device: XLA's CPU or GPU plugin, libtpu; see TORCH_TPU_PJRT_PLUGIN). An unknown "
+     "name makes every tpu call raise an error that lists the drivers there are.",
      TPU_ENV_STABLE},
     {"TORCH_TPU_NUM_DEVICES", "1", "Number of simulated TPU chips the host driver exposes.",
      TPU_ENV_STABLE},
@@ -46,10 +47,11 @@ static const tpu_env_var registry[] = {
      "Largest pageable host-to-device copy that is staged and queued; larger ones synchronize "
      "the stream and copy on the calling thread.",
      TPU_ENV_EXPERIMENTAL},
-    {"TORCH_TPU_PJRT_PLUGIN", "unset",
-     "Path of a PJRT plugin: a shared library exporting GetPjrtApi, such as XLA's CPU plugin. The "
-     "PJRT driver is in progress: for now only the core's C tests read it, and skip without it.",
-     TPU_ENV_TESTING},
+    {"TORCH_TPU_PJRT_PLUGIN", "found",
+     "The PJRT driver's plugin: the path of a shared library exporting GetPjrtApi, or the name of "
+     "an installed Python package holding one. Unset, torch_tpu looks for libtpu, then "
+     "jax-cuda12-pjrt, then lammps-jax-pjrt-cpu (XLA's CPU plugin) among the installed packages.",
+     TPU_ENV_EXPERIMENTAL},
 };
 
 const tpu_env_var *tpu_env_list(size_t *count) {

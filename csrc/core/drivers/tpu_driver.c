@@ -64,6 +64,13 @@ static tpu_status select_locked(const char *name) {
                            current->name, name);
   for (int i = 0; i < n_registered; i++) {
     if (strcmp(registered[i]->name, name) == 0) {
+      tpu_status st = registered[i]->init ? registered[i]->init() : TPU_OK;
+      if (st != TPU_OK) {
+        snprintf(selection_message, sizeof selection_message, "TORCH_TPU_DRIVER=%s: %s", name,
+                 tpu_last_error());
+        selection_status = st;
+        return tpu_error(st, "%s", selection_message);
+      }
       atomic_store(&active, registered[i]);
       selection_status = TPU_OK;
       return TPU_OK;
@@ -110,6 +117,16 @@ tpu_status tpu_driver_error(void) {
   tpu_status st = tpu_error(selection_status, "%s", selection_message);
   pthread_mutex_unlock(&registry_mu);
   return st;
+}
+
+const tpu_driver_i *tpu_driver_find(const char *name) {
+  pthread_mutex_lock(&registry_mu);
+  const tpu_driver_i *found = NULL;
+  for (int i = 0; i < n_registered && !found; i++)
+    if (strcmp(registered[i]->name, name) == 0)
+      found = registered[i];
+  pthread_mutex_unlock(&registry_mu);
+  return found;
 }
 
 tpu_proc tpu_driver_proc(const char *name) {

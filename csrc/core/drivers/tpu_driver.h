@@ -28,6 +28,10 @@ typedef void (*tpu_proc)(void);
 typedef struct tpu_driver_i {
   const char *name; /* what TORCH_TPU_DRIVER names, e.g. "host" */
 
+  /* Startup (optional; NULL: nothing to start): called once when the driver is selected, before
+   * any other entry; an error fails the selection with its message (a plugin that is missing). */
+  tpu_status (*init)(void);
+
   /* Chips: their number (1 to TPU_MAX_DEVICES, read once) and each one's properties. */
   int (*device_count)(void);
   void (*device_props)(int device, tpu_device_props *props);
@@ -123,6 +127,9 @@ const tpu_driver_i *tpu_driver(void);
 /* TPU_OK when a driver is in use, else the error that selection met (a RuntimeError-kind status
  * naming the unknown driver and the registered ones). */
 tpu_status tpu_driver_error(void);
+
+/* The registered driver `name`, selected or not, or NULL. */
+const tpu_driver_i *tpu_driver_find(const char *name);
 
 /* The driver's extra `name` (TPU_PROC_*), or NULL when it has none. */
 tpu_proc tpu_driver_proc(const char *name);

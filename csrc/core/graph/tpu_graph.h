@@ -117,4 +117,17 @@ tpu_graph *tpu_graph_clone_structure(const tpu_graph *graph);
  * NULL when out of host memory. */
 char *tpu_graph_dump(const tpu_graph *graph, bool dot);
 
+/* The first poisoned device input of nodes [first, end), or NULL: such nodes pass the poison on
+ * to their outputs instead of running (tensor/tpu_buffer.h). */
+const char *tpu_graph_poisoned_input(const tpu_graph *graph, int first, int end);
+
+/* Poisons the device outputs of nodes [first, end) with `op`'s failure `message`. */
+void tpu_graph_poison_outputs(const tpu_graph *graph, int first, int end, const char *op,
+                              const char *message);
+
+/* Runs the graph one node at a time with `run` (a driver without a planner): poisoned inputs and
+ * failures are handled as the driver interface's graph_run says, and the outputs of each node are
+ * given memory before it runs. */
+tpu_status tpu_graph_run_nodes(const tpu_graph *graph, tpu_status (*run)(const tpu_op_call *));
+
 #endif

@@ -7,6 +7,7 @@
 
 #include "drivers/tpu_driver.h"
 #include "ops/tpu_op_debug.h"
+#include "ops/tpu_op_fallback.h"
 
 static const char *const op_names[TPU_OP_COUNT] = {
 #define TPU_OP_NAME(id, name, attrs) [TPU_OP_##id] = name,
@@ -21,6 +22,7 @@ static const uint8_t op_attrs[TPU_OP_COUNT] = {
 };
 
 static atomic_uint_least64_t native_counts[TPU_OP_COUNT];
+static atomic_uint_least64_t driver_fallback_counts[TPU_OP_COUNT];
 
 const char *tpu_op_name(tpu_op_id op) {
   return (unsigned)op < TPU_OP_COUNT ? op_names[op] : "invalid";
@@ -82,10 +84,7 @@ void tpu_op_call_free(tpu_op_call *call) {
   free(call);
 }
 
-bool tpu_op_supported(const tpu_op_call *call) {
-  const tpu_driver_i *d = tpu_driver();
-  return d && (!d->supports_op || d->supports_op(call));
-}
+bool tpu_op_supported(const tpu_op_call *call) { return tpu_op_runnable(call); }
 
 static tpu_status check_call(int device, const tpu_op_call *call) {
   if ((unsigned)call->op >= TPU_OP_COUNT)
@@ -93,7 +92,7 @@ static tpu_status check_call(int device, const tpu_op_call *call) {
   const tpu_driver_i *driver = tpu_driver();
   if (!driver)
     return tpu_driver_error();
-  if (driver->supports_op && !driver->supports_op(call))
+  if (!tpu_op_runnable(call))
     return tpu_error(TPU_ERR_NOT_IMPLEMENTED, "tpu op '%s' is not supported by the %s driver for "
                      "these operands", tpu_op_name(call->op), driver->name);
   for (int i = 0; i < n_tensors(call); i++) {
@@ -140,7 +139,7 @@ static tpu_status run_call(void *arg) {
   }
   tpu_op_debug debug;
   bool debugging = tpu_op_debug_begin(call, &debug);
-  tpu_status st = tpu_driver()->op_run(call);
+  tpu_status st = tpu_op_run(call);
   if (st != TPU_OK)
     for (int o = call->n_inputs; o < n_tensors(call); o++)
       if (call->tensors[o].buf)
@@ -284,9 +283,20 @@ void tpu_op_fallback_counts(void (*visit)(const char *, uint64_t, void *), void 
   pthread_mutex_unlock(&fallback_mu);
 }
 
+void tpu_op_count_driver_fallback(tpu_op_id op) {
+  if ((unsigned)op < TPU_OP_COUNT)
+    atomic_fetch_add(&driver_fallback_counts[op], 1);
+}
+
+uint64_t tpu_op_driver_fallback_count(tpu_op_id op) {
+  return (unsigned)op < TPU_OP_COUNT ? atomic_load(&driver_fallback_counts[op]) : 0;
+}
+
 void tpu_op_reset_counts(void) {
-  for (int i = 0; i < TPU_OP_COUNT; i++)
+  for (int i = 0; i < TPU_OP_COUNT; i++) {
     atomic_store(&native_counts[i], 0);
+    atomic_store(&driver_fallback_counts[i], 0);
+  }
   pthread_mutex_lock(&fallback_mu);
   for (int i = 0; i < FALLBACK_SLOTS; i++)
     fallback_table[i].count = 0;

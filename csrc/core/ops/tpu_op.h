@@ -87,8 +87,9 @@ void tpu_op_set_scalar_input(tpu_op_call *call, int index, int slot, tpu_scalar 
 /* Frees a call that was never launched (running its cleanup). */
 void tpu_op_call_free(tpu_op_call *call);
 
-/* Whether the driver can run `call` (drivers/tpu_driver.h's supports_op): launches refuse other
- * calls with TPU_ERR_NOT_IMPLEMENTED. */
+/* Whether `call` can run: the driver supports it (drivers/tpu_driver.h's supports_op), or the
+ * core's counted CPU fallback does (ops/tpu_op_fallback.h). Launches refuse other calls with
+ * TPU_ERR_NOT_IMPLEMENTED. */
 bool tpu_op_supported(const tpu_op_call *call);
 
 /* Validates and submits `call` to `stream`, taking ownership of it in every case. Counts one native
@@ -122,6 +123,13 @@ void tpu_op_count_fallback(const char *op_name);
 
 /* Visits every op name that fell back, with its count. */
 void tpu_op_fallback_counts(void (*visit)(const char *name, uint64_t count, void *ctx), void *ctx);
+
+/* Counts one call of `op` that the driver could not run and the core's fallback ran on the host
+ * (ops/tpu_op_fallback.h); the call counts as native too, having been launched as one. */
+void tpu_op_count_driver_fallback(tpu_op_id op);
+
+/* Calls of `op` the core's fallback ran since start or the last reset. */
+uint64_t tpu_op_driver_fallback_count(tpu_op_id op);
 
 /* Zeroes the native and fallback counters. */
 void tpu_op_reset_counts(void);

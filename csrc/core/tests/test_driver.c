@@ -50,7 +50,7 @@ static void test_registration_checks_the_table(void) {
 static void test_unknown_name_lists_the_drivers(void) {
   CHECK(tpu_driver_select("no-such-driver") == TPU_ERR_RUNTIME);
   CHECK(strstr(tpu_last_error(), "no-such-driver") != NULL);
-  CHECK(strstr(tpu_last_error(), "host, counting") != NULL);
+  CHECK(strstr(tpu_last_error(), "host, pjrt, counting") != NULL);
 }
 
 static void test_devices_and_memory_come_from_the_driver(void) {

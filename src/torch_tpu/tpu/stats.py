@@ -8,10 +8,13 @@ from .. import _C
 
 
 def op_stats() -> dict[str, dict[str, int]]:
-    """Calls per op since start or the last reset: ``{"native": {...}, "fallback": {...}}``.
+    """Calls per op since start or the last reset: native, fallback and driver fallback counts.
 
-    Native counts are keyed by the core's op (e.g. ``copy``); fallback counts by the ATen operator
-    that ran on the CPU (e.g. ``aten::add.Tensor``).
+    ``{"native": {...}, "fallback": {...}, "driver_fallback": {...}}``. Native counts are keyed by
+    the core's op (e.g. ``copy``); fallback counts by the ATen operator that ran on the CPU because
+    torch-tpu has no kernel for it (e.g. ``aten::add.Tensor``); driver fallback counts by the core's
+    op that the selected driver cannot run (the PJRT driver lacks a lowering for it), which the
+    core then ran on the host driver's kernels; those calls count as native too.
     """
     return _C._op_stats()
 

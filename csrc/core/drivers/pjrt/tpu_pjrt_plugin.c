@@ -20,6 +20,8 @@
   X(PJRT_Client_Create)                                                                            \
   X(PJRT_Client_Destroy)                                                                           \
   X(PJRT_Client_AddressableDevices)                                                                \
+  X(PJRT_Client_PlatformName)                                                                      \
+  X(PJRT_Client_PlatformVersion)                                                                   \
   X(PJRT_Client_Compile)                                                                           \
   X(PJRT_Client_BufferFromHostBuffer)                                                              \
   X(PJRT_LoadedExecutable_Destroy)                                                                 \

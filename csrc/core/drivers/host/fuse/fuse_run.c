@@ -350,38 +350,15 @@ static tpu_status run_cross_entropy(const tpu_op_call *nll, const tpu_op_call *l
   return st == TPU_OK ? tpu_kernel_nll_log_softmax_backward(nll, lsm) : st;
 }
 
-/* Marks the device outputs of nodes [first, end) invalid: `op` failed with `message`. */
-static void poison_outputs(const tpu_graph *g, int first, int end, const char *op,
-                           const char *message) {
-  for (int n = first; n < end; n++) {
-    const tpu_op_call *c = g->nodes[n].call;
-    for (int o = c->n_inputs; o < c->n_inputs + c->n_outputs; o++)
-      if (c->tensors[o].buf)
-        tpu_buffer_poison(c->tensors[o].buf, op, message);
-  }
-}
-
-/* The first poisoned device input of nodes [first, end), or NULL. */
-static const char *poisoned_input(const tpu_graph *g, int first, int end) {
-  for (int n = first; n < end; n++) {
-    const tpu_op_call *c = g->nodes[n].call;
-    for (int i = 0; i < c->n_inputs; i++) {
-      const char *poison = c->tensors[i].buf ? tpu_buffer_poison_message(c->tensors[i].buf) : NULL;
-      if (poison)
-        return poison;
-    }
-  }
-  return NULL;
-}
-
 tpu_status tpu_fuse_run(const tpu_fuse_plan *p, const tpu_graph *g) {
   for (int s = 0; s < p->n_steps; s++) {
     const fz_step *step = &p->steps[s];
     int end = step->first + step->count, failed = step->first;
-    const char *poison = poisoned_input(g, step->first, end);
+    const char *poison = tpu_graph_poisoned_input(g, step->first, end);
     if (poison) {
       /* Reported when it happened: pass the invalid contents on quietly, as tpu_op_launch does. */
-      poison_outputs(g, step->first, end, tpu_op_name(g->nodes[step->first].call->op), poison);
+      tpu_graph_poison_outputs(g, step->first, end, tpu_op_name(g->nodes[step->first].call->op),
+                               poison);
       continue;
     }
     if (step->skip)
@@ -405,7 +382,7 @@ tpu_status tpu_fuse_run(const tpu_fuse_plan *p, const tpu_graph *g) {
       char message[4096];
       snprintf(message, sizeof message, "%s", tpu_last_error());
       const char *op = tpu_op_name(g->nodes[failed].call->op);
-      poison_outputs(g, step->first, g->n_nodes, op, message);
+      tpu_graph_poison_outputs(g, step->first, g->n_nodes, op, message);
       return tpu_error(st, "'%s' failed: %s", op, message);
     }
   }

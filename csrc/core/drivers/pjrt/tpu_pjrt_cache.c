@@ -1,0 +1,81 @@
+#include "drivers/pjrt/tpu_pjrt_cache.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct entry {
+  struct entry *next;
+  uint64_t hash;
+  size_t len;
+  char *text;
+  tpu_pjrt_executable *exe;
+} entry;
+
+#define BUCKETS 4096
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static entry *buckets[BUCKETS];
+static tpu_pjrt_cache_stats stats;
+
+/* FNV-1a. */
+static uint64_t hash_text(const char *text, size_t len) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < len; i++)
+    h = (h ^ (unsigned char)text[i]) * 0x100000001b3ull;
+  return h;
+}
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+tpu_status tpu_pjrt_cache_get(const tpu_pjrt_client *client, const char *text, size_t len,
+                              const tpu_pjrt_executable **out) {
+  uint64_t h = hash_text(text, len);
+  /* Compiles happen under the lock: two threads asking for one module compile it once. */
+  pthread_mutex_lock(&mu);
+  entry **bucket = &buckets[h % BUCKETS];
+  for (entry *e = *bucket; e; e = e->next) {
+    if (e->hash == h && e->len == len && memcmp(e->text, text, len) == 0) {
+      stats.hits++;
+      *out = e->exe;
+      pthread_mutex_unlock(&mu);
+      return TPU_OK;
+    }
+  }
+  entry *e = calloc(1, sizeof *e);
+  char *copy = malloc(len + 1);
+  tpu_status st = e && copy ? TPU_OK
+                            : tpu_error(TPU_ERR_OUT_OF_MEMORY, "out of host memory for an executable");
+  double start = now_seconds();
+  if (st == TPU_OK)
+    st = tpu_pjrt_executable_compile(client, text, len, &e->exe);
+  if (st != TPU_OK) {
+    free(copy);
+    free(e);
+    pthread_mutex_unlock(&mu);
+    return st;
+  }
+  stats.compiles++;
+  stats.compile_seconds += now_seconds() - start;
+  memcpy(copy, text, len);
+  copy[len] = '\0';
+  e->text = copy;
+  e->len = len;
+  e->hash = h;
+  e->next = *bucket;
+  *bucket = e;
+  *out = e->exe;
+  pthread_mutex_unlock(&mu);
+  return TPU_OK;
+}
+
+void tpu_pjrt_cache_get_stats(tpu_pjrt_cache_stats *out) {
+  pthread_mutex_lock(&mu);
+  *out = stats;
+  pthread_mutex_unlock(&mu);
+}

@@ -1,0 +1,290 @@
+#include "drivers/pjrt/tpu_pjrt_driver.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/tpu_env.h"
+#include "drivers/pjrt/tpu_pjrt_buffer.h"
+#include "drivers/pjrt/tpu_pjrt_cache.h"
+#include "drivers/pjrt/tpu_pjrt_error.h"
+#include "drivers/pjrt/tpu_pjrt_lower.h"
+#include "drivers/pjrt/tpu_pjrt_plugin.h"
+#include "drivers/pjrt/tpu_pjrt_storage.h"
+#include "drivers/pjrt/tpu_pjrt_view.h"
+#include "graph/tpu_graph.h"
+#include "ops/tpu_op_fallback.h"
+
+/* The process's client, made once; init_status and init_message say why not. */
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static tpu_status init_status;
+static char init_message[1024];
+static tpu_pjrt_client *client;
+static char platform[32], version[96];
+
+/* A name or version string the client owns, copied NUL-terminated. */
+static void copy_string(char *dst, size_t len, const char *src, size_t src_len) {
+  snprintf(dst, len, "%.*s", (int)(src_len < len ? src_len : len - 1), src ? src : "");
+}
+
+static tpu_status describe_platform(void) {
+  const PJRT_Api *api = client->api;
+  PJRT_Client_PlatformName_Args name = {.struct_size = PJRT_Client_PlatformName_Args_STRUCT_SIZE,
+                                        .client = client->client};
+  tpu_status st =
+      tpu_pjrt_status(api, api->PJRT_Client_PlatformName(&name), "PJRT_Client_PlatformName");
+  if (st != TPU_OK)
+    return st;
+  copy_string(platform, sizeof platform, name.platform_name, name.platform_name_size);
+  PJRT_Client_PlatformVersion_Args ver = {
+      .struct_size = PJRT_Client_PlatformVersion_Args_STRUCT_SIZE, .client = client->client};
+  st = tpu_pjrt_status(api, api->PJRT_Client_PlatformVersion(&ver), "PJRT_Client_PlatformVersion");
+  if (st == TPU_OK)
+    copy_string(version, sizeof version, ver.platform_version, ver.platform_version_size);
+  return st;
+}
+
+static void start(void) {
+  const char *path = tpu_env_get("TORCH_TPU_PJRT_PLUGIN");
+  const PJRT_Api *api = NULL;
+  if (!path || !*path)
+    init_status = tpu_error(TPU_ERR_RUNTIME,
+                            "no PJRT plugin: set TORCH_TPU_PJRT_PLUGIN to a plugin's path or "
+                            "package (XLA's CPU plugin: pip install --no-deps "
+                            "lammps-jax-pjrt-cpu==0.11.2)");
+  else
+    init_status = tpu_pjrt_plugin_load(path, &api);
+  if (init_status == TPU_OK)
+    init_status = tpu_pjrt_client_create(api, &client);
+  if (init_status == TPU_OK)
+    init_status = describe_platform();
+  if (init_status != TPU_OK)
+    snprintf(init_message, sizeof init_message, "%s", tpu_last_error());
+}
+
+static tpu_status pjrt_init(void) {
+  pthread_once(&init_once, start);
+  return init_status == TPU_OK ? TPU_OK : tpu_error(init_status, "%s", init_message);
+}
+
+/* One chip: the plugin's first device (executables are compiled for it). */
+static int pjrt_device_count(void) { return 1; }
+
+static void pjrt_device_props(int device, tpu_device_props *props) {
+  (void)device;
+  memset(props, 0, sizeof *props);
+  snprintf(props->name, sizeof props->name, "%.8s (PJRT %.40s)", platform, version);
+  props->kind = strcmp(platform, "tpu") == 0   ? TPU_DEVICE_TPU
+                : strcmp(platform, "cpu") == 0 ? TPU_DEVICE_CPU
+                                               : TPU_DEVICE_GPU;
+  /* The plugin's memory as the host driver sizes its chip: half the RAM, at most 16 GiB. */
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  uint64_t half = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 2 : 16ull << 30;
+  props->memory_bytes = (size_t)(half < (16ull << 30) ? half : 16ull << 30);
+}
+
+/* Addresses only name storages: nothing reads them. */
+static tpu_status pjrt_arena_create(int device, size_t bytes, tpu_heap **arena) {
+  (void)device;
+  return tpu_heap_create(bytes, false, arena);
+}
+
+static void pjrt_arena_discard(int device, tpu_heap *arena, void *ptr, size_t bytes) {
+  (void)device;
+  (void)arena;
+  tpu_pjrt_storage_discard(client, ptr, bytes);
+}
+
+static bool pjrt_supports_op(const tpu_op_call *call) { return tpu_pjrt_lowerable(call); }
+
+static bool has_elements(const tpu_tensor *t) {
+  for (int i = 0; i < t->ndim; i++)
+    if (t->sizes[i] == 0)
+      return false;
+  return true;
+}
+
+/* Visits the byte offset of every element of host view t, row-major. */
+static void each_element(const tpu_tensor *t, void (*visit)(char *elem, void *ctx), void *ctx) {
+  int64_t index[TPU_MAX_DIMS] = {0}, size = (int64_t)tpu_dtype_size(t->dtype);
+  char *base = (char *)t->host + t->offset;
+  for (;;) {
+    int64_t off = 0;
+    for (int d = 0; d < t->ndim; d++)
+      off += index[d] * t->strides[d];
+    visit(base + off * size, ctx);
+    int d = t->ndim - 1;
+    while (d >= 0 && ++index[d] == t->sizes[d])
+      index[d--] = 0;
+    if (d < 0)
+      return;
+  }
+}
+
+typedef struct cursor {
+  char *dense;
+  size_t size;
+  bool pack; /* host view to dense, else back */
+} cursor;
+
+static void move_element(char *elem, void *ctx) {
+  cursor *c = ctx;
+  if (c->pack)
+    memcpy(c->dense, elem, c->size);
+  else
+    memcpy(elem, c->dense, c->size);
+  c->dense += c->size;
+}
+
+/* Copies between host view t and a dense row-major array of its elements. */
+static void host_move(const tpu_tensor *t, void *dense, bool pack) {
+  cursor c = {.dense = dense, .size = tpu_dtype_size(t->dtype), .pack = pack};
+  each_element(t, move_element, &c);
+}
+
+static size_t dense_bytes(const tpu_tensor *t) {
+  size_t n = tpu_dtype_size(t->dtype);
+  for (int i = 0; i < t->ndim; i++)
+    n *= (size_t)t->sizes[i];
+  return n;
+}
+
+/* The argument buffers of a program; owned[i] marks the uploaded ones the run destroys. */
+static tpu_status bind_args(const tpu_pjrt_program *p, PJRT_Buffer **bufs, bool *owned) {
+  for (int i = 0; i < p->n_args; i++) {
+    const tpu_pjrt_arg *a = &p->args[i];
+    owned[i] = !a->storage;
+    tpu_status st;
+    if (a->storage) {
+      st = tpu_pjrt_storage_get(client, 0, tpu_buffer_memory(a->storage),
+                                tpu_buffer_nbytes(a->storage), &bufs[i]);
+    } else {
+      size_t bytes = dense_bytes(&a->host);
+      void *dense = malloc(bytes ? bytes : 1);
+      if (!dense)
+        return tpu_error(TPU_ERR_OUT_OF_MEMORY, "out of host memory for %zu bytes", bytes);
+      host_move(&a->host, dense, true);
+      tpu_dtype type = a->host.dtype == TPU_BOOL ? TPU_UINT8 : a->host.dtype;
+      st = tpu_pjrt_buffer_from_host(client, 0, type, a->host.sizes, (size_t)a->host.ndim, dense,
+                                     &bufs[i]);
+      free(dense);
+    }
+    if (st != TPU_OK)
+      return st;
+  }
+  return TPU_OK;
+}
+
+/* Stores each result: a storage's next contents, or elements copied into a host view. */
+static tpu_status take_results(const tpu_pjrt_program *p, PJRT_Buffer **outs) {
+  tpu_status st = TPU_OK;
+  for (int i = 0; i < p->n_results; i++) {
+    const tpu_pjrt_result *r = &p->results[i];
+    if (r->storage) {
+      tpu_status set = tpu_pjrt_storage_set(client, tpu_buffer_memory(r->storage),
+                                            tpu_buffer_nbytes(r->storage), outs[i]);
+      st = st == TPU_OK ? set : st;
+      continue;
+    }
+    size_t bytes = dense_bytes(r->host);
+    void *dense = malloc(bytes ? bytes : 1);
+    tpu_status got = dense ? tpu_pjrt_buffer_to_host(client, outs[i], dense, bytes)
+                           : tpu_error(TPU_ERR_OUT_OF_MEMORY, "out of host memory");
+    if (got == TPU_OK)
+      host_move(r->host, dense, false);
+    free(dense);
+    tpu_pjrt_buffer_destroy(client, outs[i]);
+    st = st == TPU_OK ? got : st;
+  }
+  return st;
+}
+
+static tpu_status run_program(const tpu_op_call *call, const tpu_pjrt_program *p) {
+  const tpu_pjrt_executable *exe;
+  tpu_status st = tpu_pjrt_cache_get(client, p->text, p->len, &exe);
+  if (st != TPU_OK) {
+    char why[2048]; /* copied: tpu_error writes the slot it would read */
+    snprintf(why, sizeof why, "%s", tpu_last_error());
+    return tpu_error(st, "compiling tpu op '%s' for PJRT: %s", tpu_op_name(call->op), why);
+  }
+  PJRT_Buffer *args[TPU_HLO_MAX_ARGS] = {0}, *outs[TPU_HLO_MAX_RESULTS] = {0};
+  bool owned[TPU_HLO_MAX_ARGS] = {0};
+  st = bind_args(p, args, owned);
+  if (st == TPU_OK)
+    st = tpu_pjrt_executable_run(exe, args, (size_t)p->n_args, outs, (size_t)p->n_results);
+  for (int i = 0; i < p->n_args; i++)
+    if (owned[i])
+      tpu_pjrt_buffer_destroy(client, args[i]);
+  return st == TPU_OK ? take_results(p, outs) : st;
+}
+
+/* Whole storages between the host and the chip move without an executable. */
+static bool copy_direct(const tpu_op_call *call, tpu_status *st) {
+  const tpu_tensor *src = &call->tensors[0], *dst = &call->tensors[1];
+  if (call->op != TPU_OP_COPY || src->dtype != dst->dtype || !!src->buf == !!dst->buf)
+    return false;
+  const tpu_tensor *dev = src->buf ? src : dst, *host = src->buf ? dst : src;
+  size_t nbytes = tpu_buffer_nbytes(dev->buf);
+  if (!tpu_pjrt_view_covers(dev, nbytes) || !tpu_tensor_is_contiguous(host))
+    return false;
+  char *mem = (char *)host->host + host->offset;
+  if (dev == dst) {
+    int64_t dims[1] = {(int64_t)nbytes};
+    PJRT_Buffer *buf;
+    *st = tpu_pjrt_buffer_from_host(client, 0, TPU_UINT8, dims, 1, mem, &buf);
+    if (*st == TPU_OK)
+      *st = tpu_pjrt_storage_set(client, tpu_buffer_memory(dev->buf), nbytes, buf);
+  } else {
+    PJRT_Buffer *buf;
+    *st = tpu_pjrt_storage_get(client, 0, tpu_buffer_memory(dev->buf), nbytes, &buf);
+    if (*st == TPU_OK)
+      *st = tpu_pjrt_buffer_to_host(client, buf, mem, nbytes);
+  }
+  return true;
+}
+
+static tpu_status pjrt_op_run(const tpu_op_call *call) {
+  if (!has_elements(&call->tensors[call->n_inputs]))
+    return TPU_OK;
+  tpu_status st;
+  if (copy_direct(call, &st))
+    return st;
+  tpu_pjrt_program p;
+  st = tpu_pjrt_lower(call, &p);
+  if (st == TPU_OK)
+    st = run_program(call, &p);
+  tpu_pjrt_program_free(&p);
+  return st;
+}
+
+/* Fused mode runs each deferred graph node by node for now: one executable per node. */
+static tpu_status pjrt_graph_compile(const tpu_graph *graph, void **plan) {
+  (void)graph;
+  *plan = &init_once; /* no plan: any non-NULL token */
+  return TPU_OK;
+}
+
+static void pjrt_graph_free(void *plan) { (void)plan; }
+
+static tpu_status pjrt_graph_run(const void *plan, const tpu_graph *graph) {
+  (void)plan;
+  return tpu_graph_run_nodes(graph, tpu_op_run);
+}
+
+static const tpu_driver_i pjrt_driver = {
+    .name = "pjrt",
+    .init = pjrt_init,
+    .device_count = pjrt_device_count,
+    .device_props = pjrt_device_props,
+    .arena_create = pjrt_arena_create,
+    .arena_discard = pjrt_arena_discard,
+    .supports_op = pjrt_supports_op,
+    .op_run = pjrt_op_run,
+    .graph_compile = pjrt_graph_compile,
+    .graph_free = pjrt_graph_free,
+    .graph_run = pjrt_graph_run,
+};
+
+const tpu_driver_i *tpu_pjrt_driver(void) { return &pjrt_driver; }

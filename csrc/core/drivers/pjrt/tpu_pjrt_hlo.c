@@ -1,0 +1,398 @@
+#include "drivers/pjrt/tpu_pjrt_hlo.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *elem_name(tpu_hlo_elem e) {
+  switch (e) {
+  case TPU_BOOL: return "i1";
+  case TPU_UINT8: return "ui8";
+  case TPU_INT8: return "i8";
+  case TPU_INT16: return "i16";
+  case TPU_INT32: return "i32";
+  case TPU_INT64: return "i64";
+  case TPU_FLOAT16: return "f16";
+  case TPU_BFLOAT16: return "bf16";
+  case TPU_FLOAT32: return "f32";
+  case TPU_FLOAT64: return "f64";
+  case TPU_COMPLEX64: return "complex<f32>";
+  case TPU_COMPLEX128: return "complex<f64>";
+  case TPU_UINT16: return "ui16";
+  case TPU_UINT32: return "ui32";
+  case TPU_UINT64: return "ui64";
+  case TPU_FLOAT8_E4M3FN: return "f8E4M3FN";
+  case TPU_FLOAT8_E5M2: return "f8E5M2";
+  case TPU_DTYPE_COUNT: break;
+  }
+  return "none";
+}
+
+/* Appends formatted text to a growing string; on failure marks the emitter failed. */
+static void emit_to(tpu_hlo *h, char **buf, size_t *len, size_t *cap, const char *fmt,
+                    va_list ap) {
+  if (h->failed)
+    return;
+  for (;;) {
+    va_list copy;
+    va_copy(copy, ap);
+    size_t room = *cap - *len;
+    int n = *buf ? vsnprintf(*buf + *len, room, fmt, copy) : -2;
+    va_end(copy);
+    if (n == -1) {
+      h->failed = true;
+      return;
+    }
+    if (n >= 0 && (size_t)n < room) {
+      *len += (size_t)n;
+      return;
+    }
+    size_t need = *len + (n > 0 ? (size_t)n : 0) + 1;
+    size_t cap2 = *cap ? *cap * 2 : 4096;
+    while (cap2 < need)
+      cap2 *= 2;
+    char *grown = realloc(*buf, cap2);
+    if (!grown) {
+      h->failed = true;
+      return;
+    }
+    *buf = grown;
+    *cap = cap2;
+  }
+}
+
+static void append(tpu_hlo *h, char **buf, size_t *len, size_t *cap, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  emit_to(h, buf, len, cap, fmt, ap);
+  va_end(ap);
+}
+
+static void emit(tpu_hlo *h, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  emit_to(h, &h->body, &h->len, &h->cap, fmt, ap);
+  va_end(ap);
+}
+
+/* The value's type, e.g. "tensor<2x3xf32>", into buf (at least 32 + 21 per dimension bytes). */
+static const char *type_of(const tpu_hlo_value *v, char *buf, size_t len) {
+  size_t used = (size_t)snprintf(buf, len, "tensor<");
+  for (int i = 0; i < v->rank && used < len; i++)
+    used += (size_t)snprintf(buf + used, len - used, "%lldx", (long long)v->dims[i]);
+  if (used < len)
+    snprintf(buf + used, len - used, "%s>", elem_name(v->elem));
+  return buf;
+}
+
+#define TYPE_LEN (48 + 21 * (TPU_MAX_DIMS + 1))
+
+static void emit_type(tpu_hlo *h, const tpu_hlo_value *v) {
+  char t[TYPE_LEN];
+  emit(h, "%s", type_of(v, t, sizeof t));
+}
+
+static void emit_name(tpu_hlo *h, const tpu_hlo_value *v) {
+  emit(h, "%%%c%d", v->arg ? 'a' : 'v', v->id);
+}
+
+static void emit_i64s(tpu_hlo *h, const char *attr, const int64_t *xs, int n) {
+  emit(h, "%s = array<i64", attr);
+  for (int i = 0; i < n; i++)
+    emit(h, "%s %lld", i ? "," : ":", (long long)xs[i]);
+  emit(h, ">");
+}
+
+static tpu_hlo_value new_value(tpu_hlo *h, tpu_hlo_elem elem, int rank, const int64_t *dims) {
+  tpu_hlo_value v = {.id = h->next_id++, .elem = elem, .rank = rank};
+  if (rank > 0)
+    memcpy(v.dims, dims, (size_t)rank * sizeof *dims);
+  return v;
+}
+
+/* Writes "  %vN = "<op>"(operands) {attrs} : (types) -> result" up to the attributes: the caller
+ * adds them (or nothing) and calls end_op. */
+static void begin_op(tpu_hlo *h, const tpu_hlo_value *result, const char *op,
+                     const tpu_hlo_value *const *operands, int n) {
+  emit(h, "    ");
+  emit_name(h, result);
+  emit(h, " = \"%s\"(", op);
+  for (int i = 0; i < n; i++) {
+    emit(h, i ? ", " : "");
+    emit_name(h, operands[i]);
+  }
+  emit(h, ")");
+}
+
+static void end_op(tpu_hlo *h, const tpu_hlo_value *result, const tpu_hlo_value *const *operands,
+                   int n) {
+  emit(h, " : (");
+  for (int i = 0; i < n; i++) {
+    emit(h, i ? ", " : "");
+    emit_type(h, operands[i]);
+  }
+  emit(h, ") -> ");
+  emit_type(h, result);
+  emit(h, "\n");
+}
+
+static tpu_hlo_value simple_op(tpu_hlo *h, const char *op, const tpu_hlo_value *const *operands,
+                               int n, tpu_hlo_value result) {
+  begin_op(h, &result, op, operands, n);
+  end_op(h, &result, operands, n);
+  return result;
+}
+
+void tpu_hlo_init(tpu_hlo *h) {
+  memset(h, 0, sizeof *h);
+  for (int i = 0; i < TPU_HLO_MAX_ARGS; i++)
+    h->arg_alias[i] = -1;
+}
+
+void tpu_hlo_free(tpu_hlo *h) {
+  free(h->body);
+  h->body = NULL;
+}
+
+tpu_hlo_value tpu_hlo_arg(tpu_hlo *h, tpu_hlo_elem elem, int rank, const int64_t *dims,
+                          int alias) {
+  tpu_hlo_value v = {.id = h->n_args, .arg = true, .elem = elem, .rank = rank};
+  if (rank > 0)
+    memcpy(v.dims, dims, (size_t)rank * sizeof *dims);
+  if (h->n_args == TPU_HLO_MAX_ARGS) {
+    h->failed = true;
+    return v;
+  }
+  h->arg_alias[h->n_args] = alias;
+  h->args[h->n_args++] = v;
+  return v;
+}
+
+void tpu_hlo_result(tpu_hlo *h, tpu_hlo_value v) {
+  if (h->n_results == TPU_HLO_MAX_RESULTS)
+    h->failed = true;
+  else
+    h->results[h->n_results++] = v;
+}
+
+tpu_status tpu_hlo_finish(tpu_hlo *h, char **text, size_t *len) {
+  *text = NULL;
+  *len = 0;
+  char *out = NULL;
+  size_t n = 0, cap = 0;
+  char t[TYPE_LEN];
+  append(h, &out, &n, &cap, "module @torch_tpu {\n  func.func public @main(");
+  for (int i = 0; i < h->n_args; i++) {
+    append(h, &out, &n, &cap, "%s%%a%d: %s", i ? ", " : "", i,
+           type_of(&h->args[i], t, sizeof t));
+    if (h->arg_alias[i] >= 0)
+      append(h, &out, &n, &cap, " {tf.aliasing_output = %d : i32}", h->arg_alias[i]);
+  }
+  append(h, &out, &n, &cap, ") -> (");
+  for (int i = 0; i < h->n_results; i++)
+    append(h, &out, &n, &cap, "%s%s", i ? ", " : "", type_of(&h->results[i], t, sizeof t));
+  append(h, &out, &n, &cap, ") {\n%s    func.return ", h->body ? h->body : "");
+  for (int i = 0; i < h->n_results; i++)
+    append(h, &out, &n, &cap, "%s%%%c%d", i ? ", " : "", h->results[i].arg ? 'a' : 'v',
+           h->results[i].id);
+  append(h, &out, &n, &cap, " : ");
+  for (int i = 0; i < h->n_results; i++)
+    append(h, &out, &n, &cap, "%s%s", i ? ", " : "", type_of(&h->results[i], t, sizeof t));
+  append(h, &out, &n, &cap, "\n  }\n}\n");
+  if (h->failed) {
+    free(out);
+    return tpu_error(TPU_ERR_OUT_OF_MEMORY, "out of host memory for a StableHLO module");
+  }
+  *text = out;
+  *len = n;
+  return TPU_OK;
+}
+
+tpu_hlo_value tpu_hlo_constant(tpu_hlo *h, tpu_hlo_elem elem, const char *literal) {
+  tpu_hlo_value v = new_value(h, elem, 0, NULL);
+  emit(h, "    ");
+  emit_name(h, &v);
+  emit(h, " = stablehlo.constant dense<%s> : ", literal);
+  emit_type(h, &v);
+  emit(h, "\n");
+  return v;
+}
+
+tpu_hlo_value tpu_hlo_unary(tpu_hlo *h, const char *op, tpu_hlo_value x) {
+  char name[64];
+  snprintf(name, sizeof name, "stablehlo.%s", op);
+  const tpu_hlo_value *ops[] = {&x};
+  return simple_op(h, name, ops, 1, new_value(h, x.elem, x.rank, x.dims));
+}
+
+tpu_hlo_value tpu_hlo_chlo_unary(tpu_hlo *h, const char *op, tpu_hlo_value x) {
+  char name[64];
+  snprintf(name, sizeof name, "chlo.%s", op);
+  const tpu_hlo_value *ops[] = {&x};
+  return simple_op(h, name, ops, 1, new_value(h, x.elem, x.rank, x.dims));
+}
+
+tpu_hlo_value tpu_hlo_binary(tpu_hlo *h, const char *op, tpu_hlo_value a, tpu_hlo_value b) {
+  char name[64];
+  snprintf(name, sizeof name, "stablehlo.%s", op);
+  const tpu_hlo_value *ops[] = {&a, &b};
+  return simple_op(h, name, ops, 2, new_value(h, a.elem, a.rank, a.dims));
+}
+
+tpu_hlo_value tpu_hlo_compare(tpu_hlo *h, const char *direction, tpu_hlo_value a,
+                              tpu_hlo_value b) {
+  tpu_hlo_value r = new_value(h, TPU_BOOL, a.rank, a.dims);
+  const tpu_hlo_value *ops[] = {&a, &b};
+  begin_op(h, &r, "stablehlo.compare", ops, 2);
+  emit(h, " {comparison_direction = #stablehlo<comparison_direction %s>}", direction);
+  end_op(h, &r, ops, 2);
+  return r;
+}
+
+tpu_hlo_value tpu_hlo_select(tpu_hlo *h, tpu_hlo_value pred, tpu_hlo_value a, tpu_hlo_value b) {
+  const tpu_hlo_value *ops[] = {&pred, &a, &b};
+  return simple_op(h, "stablehlo.select", ops, 3, new_value(h, a.elem, a.rank, a.dims));
+}
+
+tpu_hlo_value tpu_hlo_convert(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_elem elem) {
+  if (x.elem == elem)
+    return x;
+  const tpu_hlo_value *ops[] = {&x};
+  return simple_op(h, "stablehlo.convert", ops, 1, new_value(h, elem, x.rank, x.dims));
+}
+
+tpu_hlo_value tpu_hlo_bitcast(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_elem elem, int rank,
+                              const int64_t *dims) {
+  const tpu_hlo_value *ops[] = {&x};
+  return simple_op(h, "stablehlo.bitcast_convert", ops, 1, new_value(h, elem, rank, dims));
+}
+
+tpu_hlo_value tpu_hlo_reshape(tpu_hlo *h, tpu_hlo_value x, int rank, const int64_t *dims) {
+  if (x.rank == rank && (rank == 0 || memcmp(x.dims, dims, (size_t)rank * sizeof *dims) == 0))
+    return x;
+  const tpu_hlo_value *ops[] = {&x};
+  return simple_op(h, "stablehlo.reshape", ops, 1, new_value(h, x.elem, rank, dims));
+}
+
+tpu_hlo_value tpu_hlo_transpose(tpu_hlo *h, tpu_hlo_value x, const int64_t *perm) {
+  bool identity = true;
+  int64_t dims[TPU_MAX_DIMS + 1];
+  for (int i = 0; i < x.rank; i++) {
+    identity &= perm[i] == i;
+    dims[i] = x.dims[perm[i]];
+  }
+  if (identity)
+    return x;
+  tpu_hlo_value r = new_value(h, x.elem, x.rank, dims);
+  const tpu_hlo_value *ops[] = {&x};
+  begin_op(h, &r, "stablehlo.transpose", ops, 1);
+  emit(h, " {");
+  emit_i64s(h, "permutation", perm, x.rank);
+  emit(h, "}");
+  end_op(h, &r, ops, 1);
+  return r;
+}
+
+tpu_hlo_value tpu_hlo_broadcast(tpu_hlo *h, tpu_hlo_value x, int rank, const int64_t *dims,
+                                const int64_t *bdims) {
+  if (x.rank == rank && (rank == 0 || memcmp(x.dims, dims, (size_t)rank * sizeof *dims) == 0)) {
+    bool identity = true;
+    for (int i = 0; i < rank; i++)
+      identity &= bdims[i] == i;
+    if (identity)
+      return x;
+  }
+  tpu_hlo_value r = new_value(h, x.elem, rank, dims);
+  const tpu_hlo_value *ops[] = {&x};
+  begin_op(h, &r, "stablehlo.broadcast_in_dim", ops, 1);
+  emit(h, " {");
+  emit_i64s(h, "broadcast_dimensions", bdims, x.rank);
+  emit(h, "}");
+  end_op(h, &r, ops, 1);
+  return r;
+}
+
+tpu_hlo_value tpu_hlo_slice(tpu_hlo *h, tpu_hlo_value x, const int64_t *start,
+                            const int64_t *limit) {
+  int64_t dims[TPU_MAX_DIMS + 1], ones[TPU_MAX_DIMS + 1];
+  bool identity = true;
+  for (int i = 0; i < x.rank; i++) {
+    dims[i] = limit[i] - start[i];
+    ones[i] = 1;
+    identity &= start[i] == 0 && limit[i] == x.dims[i];
+  }
+  if (identity)
+    return x;
+  tpu_hlo_value r = new_value(h, x.elem, x.rank, dims);
+  const tpu_hlo_value *ops[] = {&x};
+  begin_op(h, &r, "stablehlo.slice", ops, 1);
+  emit(h, " {");
+  emit_i64s(h, "start_indices", start, x.rank);
+  emit(h, ", ");
+  emit_i64s(h, "limit_indices", limit, x.rank);
+  emit(h, ", ");
+  emit_i64s(h, "strides", ones, x.rank);
+  emit(h, "}");
+  end_op(h, &r, ops, 1);
+  return r;
+}
+
+static const char *zero_literal(tpu_hlo_elem e) {
+  return e == TPU_BOOL ? "false" : tpu_dtype_is_floating(e) ? "0.0" : "0";
+}
+
+tpu_hlo_value tpu_hlo_pad_end(tpu_hlo *h, tpu_hlo_value x, int64_t length) {
+  if (x.dims[0] == length)
+    return x;
+  tpu_hlo_value zero = tpu_hlo_constant(h, x.elem, zero_literal(x.elem));
+  int64_t low = 0, high = length - x.dims[0], interior = 0;
+  tpu_hlo_value r = new_value(h, x.elem, 1, &length);
+  const tpu_hlo_value *ops[] = {&x, &zero};
+  begin_op(h, &r, "stablehlo.pad", ops, 2);
+  emit(h, " {");
+  emit_i64s(h, "edge_padding_low", &low, 1);
+  emit(h, ", ");
+  emit_i64s(h, "edge_padding_high", &high, 1);
+  emit(h, ", ");
+  emit_i64s(h, "interior_padding", &interior, 1);
+  emit(h, "}");
+  end_op(h, &r, ops, 2);
+  return r;
+}
+
+tpu_hlo_value tpu_hlo_update_slice(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value update,
+                                   const int64_t *start) {
+  tpu_hlo_value index[TPU_MAX_DIMS + 1];
+  const tpu_hlo_value *ops[TPU_MAX_DIMS + 3] = {&x, &update};
+  for (int i = 0; i < x.rank; i++) {
+    char literal[24];
+    snprintf(literal, sizeof literal, "%lld", (long long)start[i]);
+    index[i] = tpu_hlo_constant(h, TPU_INT64, literal);
+    ops[2 + i] = &index[i];
+  }
+  return simple_op(h, "stablehlo.dynamic_update_slice", ops, 2 + x.rank,
+                   new_value(h, x.elem, x.rank, x.dims));
+}
+
+tpu_hlo_value tpu_hlo_splat(tpu_hlo *h, tpu_hlo_value scalar, const tpu_hlo_value *like) {
+  return tpu_hlo_broadcast(h, scalar, like->rank, like->dims, NULL);
+}
+
+tpu_hlo_value tpu_hlo_cast(tpu_hlo *h, tpu_hlo_value x, tpu_dtype to) {
+  tpu_dtype from = x.elem;
+  if (from == to)
+    return x;
+  if (to == TPU_BOOL) {
+    tpu_hlo_value zero = tpu_hlo_splat(h, tpu_hlo_constant(h, from, zero_literal(from)), &x);
+    return tpu_hlo_compare(h, "NE", x, zero);
+  }
+  if ((to == TPU_FLOAT16 || to == TPU_BFLOAT16) && from != TPU_FLOAT32 && from != TPU_BOOL &&
+      from != TPU_FLOAT16 && from != TPU_BFLOAT16)
+    x = tpu_hlo_convert(h, x, TPU_FLOAT32); /* c10::Half and BFloat16 convert through float */
+  if (tpu_dtype_is_floating(from) && (to == TPU_INT8 || to == TPU_INT16))
+    x = tpu_hlo_convert(h, x, TPU_INT32);
+  if (tpu_dtype_is_floating(from) && to == TPU_UINT8)
+    x = tpu_hlo_convert(h, x, TPU_INT64);
+  return tpu_hlo_convert(h, x, to);
+}

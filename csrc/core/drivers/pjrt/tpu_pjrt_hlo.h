@@ -1,0 +1,100 @@
+/* A StableHLO text emitter: one function, @main, built value by value in MLIR's generic op form
+ * (stable across StableHLO versions). Values carry their type (element and dims), so each op
+ * writes its own operand and result types. Out of host memory, the emitter records the failure
+ * and every later call does nothing; tpu_hlo_finish reports it. */
+#ifndef TPU_PJRT_HLO_H
+#define TPU_PJRT_HLO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/tpu_dtype.h"
+#include "base/tpu_status.h"
+#include "tensor/tpu_tensor.h"
+
+/* Element types: the core's dtypes, bool as StableHLO's i1. */
+typedef tpu_dtype tpu_hlo_elem;
+
+/* An SSA value: %v<id> (%a<id> for arguments) of type tensor<dims x elem>. */
+typedef struct tpu_hlo_value {
+  int id;
+  bool arg;
+  tpu_hlo_elem elem;
+  int rank;
+  int64_t dims[TPU_MAX_DIMS + 1];
+} tpu_hlo_value;
+
+#define TPU_HLO_MAX_ARGS 32
+#define TPU_HLO_MAX_RESULTS 8
+
+typedef struct tpu_hlo {
+  char *body;
+  size_t len, cap;
+  bool failed;
+  int next_id;
+  int n_args, n_results;
+  tpu_hlo_value args[TPU_HLO_MAX_ARGS];
+  int arg_alias[TPU_HLO_MAX_ARGS]; /* the result that may reuse the argument's buffer, or -1 */
+  tpu_hlo_value results[TPU_HLO_MAX_RESULTS];
+} tpu_hlo;
+
+/* Starts an empty function. */
+void tpu_hlo_init(tpu_hlo *h);
+
+/* Frees what the emitter holds (the text tpu_hlo_finish returned is the caller's). */
+void tpu_hlo_free(tpu_hlo *h);
+
+/* A new argument of the given type; `alias` is the result index that may take its buffer
+ * (donation), or -1. Fails (h->failed) past TPU_HLO_MAX_ARGS. */
+tpu_hlo_value tpu_hlo_arg(tpu_hlo *h, tpu_hlo_elem elem, int rank, const int64_t *dims, int alias);
+
+/* Appends a result. */
+void tpu_hlo_result(tpu_hlo *h, tpu_hlo_value v);
+
+/* The module's text (malloc'd, NUL-terminated, *len bytes), or NULL with an error status. */
+tpu_status tpu_hlo_finish(tpu_hlo *h, char **text, size_t *len);
+
+/* Scalar constant of `elem` (rank 0): `literal` is its MLIR spelling, e.g. "0", "1.0", "true". */
+tpu_hlo_value tpu_hlo_constant(tpu_hlo *h, tpu_hlo_elem elem, const char *literal);
+
+/* Elementwise ops on values of equal dims ("add", "multiply", "maximum", "power", ...): the
+ * StableHLO op name without its prefix; `dialect` is "stablehlo" or "chlo". */
+tpu_hlo_value tpu_hlo_unary(tpu_hlo *h, const char *op, tpu_hlo_value x);
+tpu_hlo_value tpu_hlo_chlo_unary(tpu_hlo *h, const char *op, tpu_hlo_value x);
+tpu_hlo_value tpu_hlo_binary(tpu_hlo *h, const char *op, tpu_hlo_value a, tpu_hlo_value b);
+
+/* compare with `direction` (EQ, NE, LT, LE, GT, GE): an i1 value. */
+tpu_hlo_value tpu_hlo_compare(tpu_hlo *h, const char *direction, tpu_hlo_value a,
+                              tpu_hlo_value b);
+
+/* select(pred, a, b). */
+tpu_hlo_value tpu_hlo_select(tpu_hlo *h, tpu_hlo_value pred, tpu_hlo_value a, tpu_hlo_value b);
+
+/* Element type changes: convert (value-preserving as StableHLO defines it) and bitcast_convert
+ * (bits reinterpreted; a narrower result element adds a last dimension, a wider one drops it). */
+tpu_hlo_value tpu_hlo_convert(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_elem elem);
+tpu_hlo_value tpu_hlo_bitcast(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_elem elem, int rank,
+                              const int64_t *dims);
+
+/* Shape ops. */
+tpu_hlo_value tpu_hlo_reshape(tpu_hlo *h, tpu_hlo_value x, int rank, const int64_t *dims);
+tpu_hlo_value tpu_hlo_transpose(tpu_hlo *h, tpu_hlo_value x, const int64_t *perm);
+tpu_hlo_value tpu_hlo_broadcast(tpu_hlo *h, tpu_hlo_value x, int rank, const int64_t *dims,
+                                const int64_t *bdims);
+tpu_hlo_value tpu_hlo_slice(tpu_hlo *h, tpu_hlo_value x, const int64_t *start,
+                            const int64_t *limit);
+/* Pads the end of a rank-1 value with zeros to `length`. */
+tpu_hlo_value tpu_hlo_pad_end(tpu_hlo *h, tpu_hlo_value x, int64_t length);
+/* x with `update` written at the constant position `start`. */
+tpu_hlo_value tpu_hlo_update_slice(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value update,
+                                   const int64_t *start);
+
+/* Converts x to `to` with the semantics of the core's COPY (ops/tpu_ops_base.h): x != 0 for bool,
+ * float16 and bfloat16 through float32, float to small integers through int32 or int64. */
+tpu_hlo_value tpu_hlo_cast(tpu_hlo *h, tpu_hlo_value x, tpu_dtype to);
+
+/* A scalar (rank 0) broadcast to `like`'s dims. */
+tpu_hlo_value tpu_hlo_splat(tpu_hlo *h, tpu_hlo_value scalar, const tpu_hlo_value *like);
+
+#endif

@@ -1,0 +1,205 @@
+#include "drivers/pjrt/tpu_pjrt_lower.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "drivers/pjrt/tpu_pjrt_lower_ew.h"
+#include "drivers/pjrt/tpu_pjrt_view.h"
+
+/* The state of one lowering: the module and which argument holds what. */
+typedef struct lowering {
+  tpu_hlo h;
+  const tpu_op_call *call;
+  tpu_pjrt_program *p;
+  int n_storages;
+  tpu_buffer *storage[TPU_HLO_MAX_ARGS];
+  tpu_hlo_value bytes[TPU_HLO_MAX_ARGS]; /* each storage's latest contents */
+  bool written[TPU_HLO_MAX_ARGS];
+  int arg_of[TPU_HLO_MAX_ARGS]; /* its argument, or -1 */
+  int scalar_arg[TPU_OP_MAX_SCALARS];
+  tpu_hlo_value scalar_value[TPU_OP_MAX_SCALARS];
+} lowering;
+
+static bool is_elementwise(tpu_op_id op) {
+  switch (op) {
+#define TPU_PJRT_EW_CASE(id, name, attrs) case TPU_OP_##id:
+    TPU_OPS_ELEMENTWISE(TPU_PJRT_EW_CASE)
+#undef TPU_PJRT_EW_CASE
+    return true;
+  default:
+    return false;
+  }
+}
+
+static bool has_elements(const tpu_tensor *t) {
+  for (int i = 0; i < t->ndim; i++)
+    if (t->sizes[i] == 0)
+      return false;
+  return true;
+}
+
+bool tpu_pjrt_lowerable(const tpu_op_call *call) {
+  int n = call->n_inputs + call->n_outputs;
+  if (call->n_outputs != 1)
+    return false;
+  for (int i = 0; i < n; i++) {
+    const tpu_tensor *t = &call->tensors[i];
+    bool output = i >= call->n_inputs;
+    if (!tpu_dtype_is_computable(t->dtype) || tpu_dtype_is_complex(t->dtype))
+      return false;
+    if (t->buf && has_elements(t) && !tpu_pjrt_view_supported(t, output))
+      return false;
+  }
+  switch (call->op) {
+  case TPU_OP_COPY:
+    return call->tensors[0].buf || call->tensors[1].buf; /* host to host is not the chip's */
+  case TPU_OP_FILL:
+    return true;
+  default:
+    return is_elementwise(call->op) && call->n_inputs <= 4 &&
+           tpu_pjrt_ew_supports(call->op, call->compute);
+  }
+}
+
+/* The argument holding storage `buf`'s bytes (made on first use). */
+static int storage_index(lowering *l, tpu_buffer *buf) {
+  for (int i = 0; i < l->n_storages; i++)
+    if (l->storage[i] == buf)
+      return i;
+  int i = l->n_storages++;
+  l->storage[i] = buf;
+  l->arg_of[i] = -1;
+  l->written[i] = false;
+  return i;
+}
+
+static tpu_hlo_value storage_bytes(lowering *l, int s) {
+  if (l->arg_of[s] < 0 && !l->written[s]) {
+    int64_t nbytes = (int64_t)tpu_buffer_nbytes(l->storage[s]);
+    l->arg_of[s] = l->p->n_args;
+    l->bytes[s] = tpu_hlo_arg(&l->h, TPU_UINT8, 1, &nbytes, -1);
+    if (l->p->n_args < TPU_HLO_MAX_ARGS)
+      l->p->args[l->p->n_args++] = (tpu_pjrt_arg){.storage = l->storage[s]};
+  }
+  return l->bytes[s];
+}
+
+/* A host operand: an argument of its dense contents. */
+static tpu_hlo_value host_arg(lowering *l, const tpu_tensor *t) {
+  tpu_hlo_value v = tpu_hlo_arg(&l->h, t->dtype, t->ndim, t->sizes, -1);
+  if (l->p->n_args < TPU_HLO_MAX_ARGS)
+    l->p->args[l->p->n_args++] = (tpu_pjrt_arg){.host = *t};
+  if (t->dtype == TPU_BOOL) /* an i1 argument would be a PRED buffer: read bytes instead */
+    l->h.failed = true;
+  return v;
+}
+
+static tpu_hlo_value scalar_arg(void *ctx, int slot, bool is_float) {
+  lowering *l = ctx;
+  if (l->scalar_arg[slot] < 0) {
+    tpu_tensor t = {.host = (void *)&l->call->scalars[slot],
+                    .dtype = is_float ? TPU_FLOAT64 : TPU_INT64};
+    l->scalar_arg[slot] = l->p->n_args;
+    l->scalar_value[slot] = host_arg(l, &t);
+  }
+  return l->scalar_value[slot];
+}
+
+static tpu_hlo_value read_input(lowering *l, const tpu_tensor *t) {
+  if (!t->buf)
+    return host_arg(l, t);
+  return tpu_pjrt_view_read(&l->h, storage_bytes(l, storage_index(l, t->buf)), t);
+}
+
+/* `x` broadcast to `out`'s sizes, dimensions aligned from the right. */
+static tpu_hlo_value broadcast_to(lowering *l, tpu_hlo_value x, const tpu_tensor *out) {
+  int64_t bdims[TPU_MAX_DIMS];
+  for (int i = 0; i < x.rank; i++)
+    bdims[i] = out->ndim - x.rank + i;
+  return tpu_hlo_broadcast(&l->h, x, out->ndim, out->sizes, bdims);
+}
+
+/* Writes `value` (converted to t's dtype) into output view t. */
+static void write_output(lowering *l, const tpu_tensor *t, tpu_hlo_value value) {
+  value = tpu_hlo_cast(&l->h, value, t->dtype);
+  if (!t->buf) {
+    if (l->p->n_results < TPU_HLO_MAX_RESULTS)
+      l->p->results[l->p->n_results++] = (tpu_pjrt_result){.host = t};
+    tpu_hlo_result(&l->h, value);
+    return;
+  }
+  int s = storage_index(l, t->buf);
+  size_t nbytes = tpu_buffer_nbytes(t->buf);
+  bool fresh = l->arg_of[s] < 0 && !l->written[s];
+  if (fresh && tpu_pjrt_view_covers(t, nbytes)) {
+    l->bytes[s] = tpu_pjrt_view_write(&l->h, NULL, t, value);
+  } else {
+    tpu_hlo_value old = storage_bytes(l, s);
+    l->bytes[s] = tpu_pjrt_view_write(&l->h, &old, t, value);
+  }
+  l->written[s] = true;
+}
+
+/* One result per written storage; each argument that held one donates its buffer to it. */
+static void finish_results(lowering *l) {
+  for (int s = 0; s < l->n_storages; s++) {
+    if (!l->written[s])
+      continue;
+    int r = l->p->n_results;
+    if (l->arg_of[s] >= 0)
+      l->h.arg_alias[l->arg_of[s]] = r;
+    if (r < TPU_HLO_MAX_RESULTS)
+      l->p->results[l->p->n_results++] = (tpu_pjrt_result){.storage = l->storage[s]};
+    tpu_hlo_result(&l->h, l->bytes[s]);
+  }
+}
+
+static void lower_fill(lowering *l, const tpu_tensor *out) {
+  bool is_float = tpu_dtype_is_floating(out->dtype);
+  tpu_hlo_value s = scalar_arg(l, 0, is_float);
+  tpu_hlo_value like = {.elem = s.elem, .rank = out->ndim};
+  memcpy(like.dims, out->sizes, (size_t)out->ndim * sizeof *out->sizes);
+  write_output(l, out, tpu_hlo_splat(&l->h, s, &like));
+}
+
+tpu_status tpu_pjrt_lower(const tpu_op_call *call, tpu_pjrt_program *p) {
+  memset(p, 0, sizeof *p);
+  if (!tpu_pjrt_lowerable(call))
+    return tpu_error(TPU_ERR_NOT_IMPLEMENTED, "the PJRT driver has no lowering for %s",
+                     tpu_op_name(call->op));
+  lowering *l = calloc(1, sizeof *l);
+  if (!l)
+    return tpu_error(TPU_ERR_OUT_OF_MEMORY, "out of host memory to lower %s",
+                     tpu_op_name(call->op));
+  tpu_hlo_init(&l->h);
+  l->call = call;
+  l->p = p;
+  for (int k = 0; k < TPU_OP_MAX_SCALARS; k++)
+    l->scalar_arg[k] = -1;
+  const tpu_tensor *out = &call->tensors[call->n_inputs];
+  if (call->op == TPU_OP_FILL) {
+    lower_fill(l, out);
+  } else if (call->op == TPU_OP_COPY) {
+    write_output(l, out, broadcast_to(l, read_input(l, &call->tensors[0]), out));
+  } else {
+    tpu_hlo_value in[4];
+    for (int i = 0; i < call->n_inputs; i++)
+      in[i] = broadcast_to(l, read_input(l, &call->tensors[i]), out);
+    write_output(l, out, tpu_pjrt_ew_emit(&l->h, call, in, scalar_arg, l));
+  }
+  finish_results(l);
+  tpu_status st = tpu_hlo_finish(&l->h, &p->text, &p->len);
+  if (st == TPU_OK && (p->n_args != l->h.n_args || p->n_results != l->h.n_results))
+    st = tpu_error(TPU_ERR_NOT_IMPLEMENTED, "%s has more operands than the PJRT driver lowers",
+                   tpu_op_name(call->op));
+  tpu_hlo_free(&l->h);
+  free(l);
+  if (st != TPU_OK)
+    tpu_pjrt_program_free(p);
+  return st;
+}
+
+void tpu_pjrt_program_free(tpu_pjrt_program *p) {
+  free(p->text);
+  p->text = NULL;
+}

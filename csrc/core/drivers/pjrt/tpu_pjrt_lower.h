@@ -1,0 +1,43 @@
+/* Lowering one op call to a StableHLO module over its storages' bytes (drivers/pjrt/tpu_pjrt_view.h):
+ * every storage the call reads or partly writes is an argument, each storage it writes is a result
+ * (the argument's buffer donated to it), host operands are arguments of their dense contents, and
+ * the op's runtime scalars are 0-d float64 or int64 arguments, so that new scalar values never
+ * change the module. A copy to the host returns the converted elements instead. Equal calls
+ * (structure, not values) lower to equal text: the text is the executable cache's key. */
+#ifndef TPU_PJRT_LOWER_H
+#define TPU_PJRT_LOWER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "drivers/pjrt/tpu_pjrt_hlo.h"
+#include "ops/tpu_op.h"
+
+typedef struct tpu_pjrt_arg {
+  tpu_buffer *storage; /* a storage's bytes, or NULL: */
+  tpu_tensor host;     /* host data, packed dense at run time (scalars: 0-d views) */
+} tpu_pjrt_arg;
+
+typedef struct tpu_pjrt_result {
+  tpu_buffer *storage;     /* the storage whose next contents this is, or NULL: */
+  const tpu_tensor *host;  /* the host view the (dense) result is copied into */
+} tpu_pjrt_result;
+
+typedef struct tpu_pjrt_program {
+  char *text; /* the module, malloc'd */
+  size_t len;
+  int n_args, n_results;
+  tpu_pjrt_arg args[TPU_HLO_MAX_ARGS];
+  tpu_pjrt_result results[TPU_HLO_MAX_RESULTS];
+} tpu_pjrt_program;
+
+/* Whether `call` lowers (its op, dtypes and views), judged without building the module. */
+bool tpu_pjrt_lowerable(const tpu_op_call *call);
+
+/* Lowers `call` into *p (freed with tpu_pjrt_program_free). TPU_ERR_NOT_IMPLEMENTED for a call
+ * tpu_pjrt_lowerable refuses. */
+tpu_status tpu_pjrt_lower(const tpu_op_call *call, tpu_pjrt_program *p);
+
+void tpu_pjrt_program_free(tpu_pjrt_program *p);
+
+#endif

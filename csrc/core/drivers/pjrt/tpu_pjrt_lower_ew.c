@@ -1,0 +1,336 @@
+#include "drivers/pjrt/tpu_pjrt_lower_ew.h"
+
+#include <stdio.h>
+
+/* What each op accepts as compute dtype: F floats, I integers, B bool. */
+enum { F = 1, I = 2, B = 4 };
+
+static int kinds_of(tpu_op_id op) {
+  switch (op) {
+  case TPU_OP_ADD: case TPU_OP_MUL: case TPU_OP_MAXIMUM: case TPU_OP_MINIMUM:
+  case TPU_OP_NEG: case TPU_OP_ABS: case TPU_OP_CLAMP: case TPU_OP_CLAMP_MIN:
+  case TPU_OP_CLAMP_MAX: case TPU_OP_FLOOR: case TPU_OP_CEIL: case TPU_OP_ROUND:
+  case TPU_OP_TRUNC: case TPU_OP_THRESHOLD:
+    return F | I;
+  case TPU_OP_EQ: case TPU_OP_NE: case TPU_OP_LT: case TPU_OP_LE: case TPU_OP_GT:
+  case TPU_OP_GE: case TPU_OP_LOGICAL_AND: case TPU_OP_LOGICAL_OR: case TPU_OP_LOGICAL_XOR:
+  case TPU_OP_LOGICAL_NOT: case TPU_OP_ISNAN: case TPU_OP_ISINF: case TPU_OP_ISFINITE:
+  case TPU_OP_WHERE: case TPU_OP_SIGN:
+    return F | I | B;
+  case TPU_OP_BITWISE_AND: case TPU_OP_BITWISE_OR: case TPU_OP_BITWISE_XOR:
+  case TPU_OP_BITWISE_NOT:
+    return I | B;
+  case TPU_OP_DIV: case TPU_OP_POW: case TPU_OP_SQRT: case TPU_OP_RSQRT:
+  case TPU_OP_RECIPROCAL: case TPU_OP_EXP: case TPU_OP_EXPM1: case TPU_OP_LOG:
+  case TPU_OP_LOG1P: case TPU_OP_SIN: case TPU_OP_COS: case TPU_OP_TANH: case TPU_OP_ERF:
+  case TPU_OP_SIGMOID: case TPU_OP_POW_SCALAR: case TPU_OP_GELU: case TPU_OP_GELU_BACKWARD:
+  case TPU_OP_SILU: case TPU_OP_SILU_BACKWARD: case TPU_OP_SIGMOID_BACKWARD:
+  case TPU_OP_TANH_BACKWARD: case TPU_OP_LEAKY_RELU: case TPU_OP_LEAKY_RELU_BACKWARD:
+  case TPU_OP_HARDTANH_BACKWARD: case TPU_OP_LERP: case TPU_OP_LERP_SCALAR:
+  case TPU_OP_ADDCMUL: case TPU_OP_ADDCDIV: case TPU_OP_NAN_TO_NUM:
+    return F;
+  default:
+    return 0;
+  }
+}
+
+static bool bool_result(tpu_op_id op) {
+  switch (op) {
+  case TPU_OP_EQ: case TPU_OP_NE: case TPU_OP_LT: case TPU_OP_LE: case TPU_OP_GT:
+  case TPU_OP_GE: case TPU_OP_LOGICAL_AND: case TPU_OP_LOGICAL_OR: case TPU_OP_LOGICAL_XOR:
+  case TPU_OP_LOGICAL_NOT: case TPU_OP_ISNAN: case TPU_OP_ISINF: case TPU_OP_ISFINITE:
+    return true;
+  default:
+    return false;
+  }
+}
+
+bool tpu_pjrt_ew_supports(tpu_op_id op, tpu_dtype compute) {
+  int kind = compute == TPU_BOOL                  ? B
+             : tpu_dtype_is_floating(compute)     ? F
+             : tpu_dtype_is_computable(compute) && !tpu_dtype_is_complex(compute) ? I
+                                                  : 0;
+  return (kinds_of(op) & kind) != 0;
+}
+
+/* The emitting state of one op. */
+typedef struct ew {
+  tpu_hlo *h;
+  const tpu_op_call *call;
+  tpu_dtype compute, work; /* work: float32 for float16 and bfloat16, else compute */
+  tpu_hlo_value like;      /* a value of the output's shape */
+  tpu_pjrt_scalar_fn scalar;
+  void *ctx;
+} ew;
+
+static tpu_hlo_value to_work(ew *e, tpu_hlo_value x) {
+  return tpu_hlo_convert(e->h, tpu_hlo_cast(e->h, x, e->compute), e->work);
+}
+
+static tpu_hlo_value num(ew *e, const char *literal) {
+  return tpu_hlo_splat(e->h, tpu_hlo_constant(e->h, e->work, literal), &e->like);
+}
+
+/* Scalar slot k in the work dtype, broadcast. */
+static tpu_hlo_value scal(ew *e, int k) {
+  bool is_float = tpu_dtype_is_floating(e->compute);
+  tpu_hlo_value s = e->scalar(e->ctx, k, is_float);
+  s = tpu_hlo_convert(e->h, s, is_float ? e->work : e->compute);
+  return tpu_hlo_splat(e->h, tpu_hlo_convert(e->h, s, e->work), &e->like);
+}
+
+static tpu_hlo_value bin(ew *e, const char *op, tpu_hlo_value a, tpu_hlo_value b) {
+  return tpu_hlo_binary(e->h, op, a, b);
+}
+static tpu_hlo_value un(ew *e, const char *op, tpu_hlo_value a) {
+  return tpu_hlo_unary(e->h, op, a);
+}
+static tpu_hlo_value cmp(ew *e, const char *dir, tpu_hlo_value a, tpu_hlo_value b) {
+  return tpu_hlo_compare(e->h, dir, a, b);
+}
+static tpu_hlo_value sel(ew *e, tpu_hlo_value p, tpu_hlo_value a, tpu_hlo_value b) {
+  return tpu_hlo_select(e->h, p, a, b);
+}
+static tpu_hlo_value sigmoid(ew *e, tpu_hlo_value x) { return un(e, "logistic", x); }
+static tpu_hlo_value isnan_(ew *e, tpu_hlo_value x) { return cmp(e, "NE", x, x); }
+
+/* maximum or minimum that returns a NaN operand as it is: XLA's CPU compiler may drop NaNs from
+ * min and max (its fast min/max option). */
+static tpu_hlo_value minmax(ew *e, const char *op, tpu_hlo_value a, tpu_hlo_value b) {
+  tpu_hlo_value r = bin(e, op, a, b);
+  if (!tpu_dtype_is_floating(e->compute))
+    return r;
+  r = sel(e, isnan_(e, b), b, r);
+  return sel(e, isnan_(e, a), a, r);
+}
+
+/* r (of any floating dtype), with a NaN made from numbers (no input NaN) as the positive quiet
+ * NaN, CUDA's default. */
+static tpu_hlo_value positive_nan(ew *e, tpu_hlo_value r, const tpu_hlo_value *x, int n) {
+  tpu_hlo_value made = cmp(e, "NE", r, r);
+  for (int i = 0; i < n; i++)
+    made = tpu_hlo_binary(e->h, "and", made, cmp(e, "EQ", x[i], x[i]));
+  const char *nan = r.elem == TPU_FLOAT64   ? "0x7FF8000000000000"
+                    : r.elem == TPU_FLOAT32 ? "0x7FC00000"
+                    : r.elem == TPU_FLOAT16 ? "0x7E00"
+                                            : "0x7FC0";
+  tpu_hlo_value quiet = tpu_hlo_splat(e->h, tpu_hlo_constant(e->h, r.elem, nan), &r);
+  return sel(e, made, quiet, r);
+}
+
+/* a ^ s with PyTorch CPU's exact forms for the exponents 2, 3, 0.5, -0.5, -1 and -2. */
+static tpu_hlo_value pow_scalar(ew *e, tpu_hlo_value a, tpu_hlo_value s) {
+  tpu_hlo_value one = num(e, "1.0"), sq = bin(e, "multiply", a, a);
+  struct {
+    const char *exponent;
+    tpu_hlo_value value;
+  } forms[] = {
+      {"2.0", sq},
+      {"3.0", bin(e, "multiply", sq, a)},
+      {"0.5", un(e, "sqrt", a)},
+      {"-0.5", un(e, "rsqrt", a)},
+      {"-1.0", bin(e, "divide", one, a)},
+      {"-2.0", bin(e, "divide", one, sq)},
+  };
+  tpu_hlo_value r = bin(e, "power", a, s);
+  for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++)
+    r = sel(e, cmp(e, "EQ", s, num(e, forms[i].exponent)), forms[i].value, r);
+  return r;
+}
+
+/* PyTorch's lerp: one multiply-add from whichever end is nearer the weight. */
+static tpu_hlo_value lerp(ew *e, tpu_hlo_value start, tpu_hlo_value end, tpu_hlo_value w) {
+  tpu_hlo_value diff = bin(e, "subtract", end, start);
+  tpu_hlo_value low = bin(e, "add", start, bin(e, "multiply", w, diff));
+  tpu_hlo_value high =
+      bin(e, "subtract", end, bin(e, "multiply", diff, bin(e, "subtract", num(e, "1.0"), w)));
+  tpu_hlo_value small = cmp(e, "LT", un(e, "abs", w), num(e, "0.5"));
+  return sel(e, small, low, high);
+}
+
+static tpu_hlo_value gelu_cdf(ew *e, tpu_hlo_value x) {
+  tpu_hlo_value scaled = bin(e, "multiply", x, num(e, "0.70710678118654752440"));
+  tpu_hlo_value erf = tpu_hlo_chlo_unary(e->h, "erf", scaled);
+  return bin(e, "multiply", num(e, "0.5"), bin(e, "add", num(e, "1.0"), erf));
+}
+
+static bool has_domain(tpu_op_id op) {
+  switch (op) {
+  case TPU_OP_POW: case TPU_OP_SQRT: case TPU_OP_RSQRT: case TPU_OP_LOG: case TPU_OP_LOG1P:
+  case TPU_OP_SIN: case TPU_OP_COS: case TPU_OP_POW_SCALAR:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* The functions with a domain (ops/tpu_ops_elementwise.h, "NaN"). */
+static tpu_hlo_value emit_domain(ew *e, const tpu_hlo_value *x) {
+  tpu_hlo_value a = x[0], b = e->call->n_inputs > 1 ? x[1] : x[0];
+  switch (e->call->op) {
+  case TPU_OP_POW: return positive_nan(e, bin(e, "power", a, b), x, 2);
+  case TPU_OP_SQRT: return positive_nan(e, un(e, "sqrt", a), x, 1);
+  case TPU_OP_RSQRT: return positive_nan(e, un(e, "rsqrt", a), x, 1);
+  case TPU_OP_LOG: return positive_nan(e, un(e, "log", a), x, 1);
+  case TPU_OP_LOG1P: return positive_nan(e, un(e, "log_plus_one", a), x, 1);
+  case TPU_OP_SIN: return positive_nan(e, un(e, "sine", a), x, 1);
+  case TPU_OP_COS: return positive_nan(e, un(e, "cosine", a), x, 1);
+  case TPU_OP_POW_SCALAR: {
+    tpu_hlo_value s = scal(e, 0), both[2] = {a, s};
+    return positive_nan(e, pow_scalar(e, a, s), both, 2);
+  }
+  default: return a;
+  }
+}
+
+static tpu_hlo_value emit_float(ew *e, const tpu_hlo_value *x) {
+  tpu_hlo_value a = x[0], b = e->call->n_inputs > 1 ? x[1] : x[0];
+  switch (e->call->op) {
+  case TPU_OP_DIV:
+    /* XLA may divide by a broadcast value through its reciprocal; float32 quotients are taken in
+     * float64 instead, which rounds to the correctly rounded float32 quotient. */
+    if (e->work == TPU_FLOAT32)
+      return tpu_hlo_convert(e->h,
+                             bin(e, "divide", tpu_hlo_convert(e->h, a, TPU_FLOAT64),
+                                 tpu_hlo_convert(e->h, b, TPU_FLOAT64)),
+                             TPU_FLOAT32);
+    return bin(e, "divide", a, b);
+  case TPU_OP_RECIPROCAL: return bin(e, "divide", num(e, "1.0"), a);
+  case TPU_OP_EXP: return un(e, "exponential", a);
+  case TPU_OP_EXPM1: return un(e, "exponential_minus_one", a);
+  case TPU_OP_TANH: return un(e, "tanh", a);
+  case TPU_OP_ERF: return tpu_hlo_chlo_unary(e->h, "erf", a);
+  case TPU_OP_POW: case TPU_OP_SQRT: case TPU_OP_RSQRT: case TPU_OP_LOG: case TPU_OP_LOG1P:
+  case TPU_OP_SIN: case TPU_OP_COS: case TPU_OP_POW_SCALAR:
+    return emit_domain(e, x);
+  case TPU_OP_SIGMOID: return sigmoid(e, a);
+  case TPU_OP_GELU: return bin(e, "multiply", a, gelu_cdf(e, a));
+  case TPU_OP_GELU_BACKWARD: { /* grad * (cdf(x) + x * pdf(x)) */
+    tpu_hlo_value sq = bin(e, "multiply", b, b);
+    tpu_hlo_value pdf = bin(e, "multiply", num(e, "0.39894228040143267794"),
+                            un(e, "exponential", bin(e, "multiply", num(e, "-0.5"), sq)));
+    return bin(e, "multiply", a, bin(e, "add", gelu_cdf(e, b), bin(e, "multiply", b, pdf)));
+  }
+  case TPU_OP_SILU: return bin(e, "divide", a, bin(e, "add", num(e, "1.0"),
+                                                   un(e, "exponential", un(e, "negate", a))));
+  case TPU_OP_SILU_BACKWARD: { /* grad * s * (1 + x * (1 - s)) */
+    tpu_hlo_value s = sigmoid(e, b), one = num(e, "1.0");
+    tpu_hlo_value inner = bin(e, "add", one, bin(e, "multiply", b, bin(e, "subtract", one, s)));
+    return bin(e, "multiply", bin(e, "multiply", a, s), inner);
+  }
+  case TPU_OP_SIGMOID_BACKWARD:
+    return bin(e, "multiply", a, bin(e, "multiply", bin(e, "subtract", num(e, "1.0"), b), b));
+  case TPU_OP_TANH_BACKWARD:
+    return bin(e, "multiply", a, bin(e, "subtract", num(e, "1.0"), bin(e, "multiply", b, b)));
+  case TPU_OP_LEAKY_RELU:
+    return sel(e, cmp(e, "GT", a, num(e, "0.0")), a, bin(e, "multiply", a, scal(e, 0)));
+  case TPU_OP_LEAKY_RELU_BACKWARD: /* (x, grad) */
+    return sel(e, cmp(e, "GT", a, num(e, "0.0")), b, bin(e, "multiply", b, scal(e, 0)));
+  case TPU_OP_HARDTANH_BACKWARD: { /* (grad, x; min, max) */
+    tpu_hlo_value out = tpu_hlo_binary(e->h, "or", cmp(e, "LE", b, scal(e, 0)),
+                                       cmp(e, "GE", b, scal(e, 1)));
+    return sel(e, out, num(e, "0.0"), a);
+  }
+  case TPU_OP_LERP: return lerp(e, a, b, x[2]);
+  case TPU_OP_LERP_SCALAR: return lerp(e, a, b, scal(e, 0));
+  case TPU_OP_ADDCMUL:
+    return bin(e, "add", a, bin(e, "multiply", scal(e, 0), bin(e, "multiply", b, x[2])));
+  case TPU_OP_ADDCDIV:
+    return bin(e, "add", a, bin(e, "multiply", scal(e, 0), bin(e, "divide", b, x[2])));
+  case TPU_OP_NAN_TO_NUM: {
+    tpu_hlo_value inf = num(e, e->work == TPU_FLOAT32 ? "0x7F800000" : "0x7FF0000000000000"), r = a;
+    r = sel(e, isnan_(e, a), scal(e, 0), r);
+    r = sel(e, cmp(e, "EQ", a, inf), scal(e, 1), r);
+    return sel(e, cmp(e, "EQ", a, un(e, "negate", inf)), scal(e, 2), r);
+  }
+  default: return a;
+  }
+}
+
+/* Ops with integer, float (and some bool) lowerings. */
+static tpu_hlo_value emit_any(ew *e, const tpu_hlo_value *x) {
+  bool floating = tpu_dtype_is_floating(e->compute);
+  tpu_hlo_value a = x[0], b = e->call->n_inputs > 1 ? x[1] : x[0];
+  switch (e->call->op) {
+  case TPU_OP_ADD: return bin(e, "add", a, bin(e, "multiply", scal(e, 0), b));
+  case TPU_OP_MUL: return bin(e, "multiply", a, b);
+  case TPU_OP_MAXIMUM: return minmax(e, "maximum", a, b);
+  case TPU_OP_MINIMUM: return minmax(e, "minimum", a, b);
+  case TPU_OP_NEG: return un(e, "negate", a);
+  case TPU_OP_ABS: return e->compute == TPU_UINT8 ? a : un(e, "abs", a);
+  case TPU_OP_CLAMP:
+    return minmax(e, "minimum", minmax(e, "maximum", a, scal(e, 0)), scal(e, 1));
+  case TPU_OP_CLAMP_MIN: return minmax(e, "maximum", a, scal(e, 0));
+  case TPU_OP_CLAMP_MAX: return minmax(e, "minimum", a, scal(e, 0));
+  case TPU_OP_THRESHOLD: return sel(e, cmp(e, "LE", a, scal(e, 0)), scal(e, 1), b);
+  case TPU_OP_FLOOR: return floating ? un(e, "floor", a) : a;
+  case TPU_OP_CEIL: return floating ? un(e, "ceil", a) : a;
+  case TPU_OP_ROUND: return floating ? un(e, "round_nearest_even", a) : a;
+  case TPU_OP_TRUNC:
+    return floating ? sel(e, cmp(e, "LT", a, num(e, "0.0")), un(e, "ceil", a), un(e, "floor", a))
+                    : a;
+  case TPU_OP_SIGN:
+    if (e->compute == TPU_BOOL)
+      return a;
+    if (e->compute == TPU_UINT8)
+      return tpu_hlo_convert(e->h, cmp(e, "NE", a, num(e, "0")), TPU_UINT8);
+    return floating ? sel(e, isnan_(e, a), num(e, "0.0"), un(e, "sign", a)) : un(e, "sign", a);
+  case TPU_OP_EQ: return cmp(e, "EQ", a, b);
+  case TPU_OP_NE: return cmp(e, "NE", a, b);
+  case TPU_OP_LT: return cmp(e, "LT", a, b);
+  case TPU_OP_LE: return cmp(e, "LE", a, b);
+  case TPU_OP_GT: return cmp(e, "GT", a, b);
+  case TPU_OP_GE: return cmp(e, "GE", a, b);
+  case TPU_OP_BITWISE_AND: return bin(e, "and", a, b);
+  case TPU_OP_BITWISE_OR: return bin(e, "or", a, b);
+  case TPU_OP_BITWISE_XOR: return bin(e, "xor", a, b);
+  case TPU_OP_BITWISE_NOT: return un(e, "not", a);
+  case TPU_OP_ISNAN:
+    return floating ? isnan_(e, a) : cmp(e, "NE", num(e, "0"), num(e, "0"));
+  case TPU_OP_ISFINITE:
+    return floating ? un(e, "is_finite", a) : cmp(e, "EQ", a, a);
+  case TPU_OP_ISINF:
+    return floating ? tpu_hlo_binary(e->h, "and", tpu_hlo_unary(e->h, "not", un(e, "is_finite", a)),
+                                     cmp(e, "EQ", a, a))
+                    : cmp(e, "NE", a, a);
+  default: return emit_float(e, x);
+  }
+}
+
+tpu_hlo_value tpu_pjrt_ew_emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
+                               tpu_pjrt_scalar_fn scalar, void *ctx) {
+  ew e = {.h = h, .call = call, .compute = call->compute, .scalar = scalar, .ctx = ctx};
+  e.work = call->compute == TPU_FLOAT16 || call->compute == TPU_BFLOAT16 ? TPU_FLOAT32
+                                                                         : call->compute;
+  e.like = in[0];
+  e.like.elem = e.work;
+  tpu_hlo_value x[4];
+  for (int i = 0; i < call->n_inputs && i < 4; i++) {
+    bool logical = call->op == TPU_OP_LOGICAL_AND || call->op == TPU_OP_LOGICAL_OR ||
+                   call->op == TPU_OP_LOGICAL_XOR || call->op == TPU_OP_LOGICAL_NOT;
+    bool scalar_at_float = (call->op == TPU_OP_MUL || call->op == TPU_OP_DIV) && i == 1 &&
+                           !call->tensors[1].buf && e.work != call->compute;
+    if (logical || (call->op == TPU_OP_WHERE && i == 0))
+      x[i] = tpu_hlo_cast(h, in[i], TPU_BOOL);
+    else if (scalar_at_float)
+      x[i] = tpu_hlo_convert(h, in[i], TPU_FLOAT32);
+    else
+      x[i] = to_work(&e, in[i]);
+  }
+  tpu_hlo_value r;
+  switch (call->op) {
+  case TPU_OP_LOGICAL_AND: r = tpu_hlo_binary(h, "and", x[0], x[1]); break;
+  case TPU_OP_LOGICAL_OR: r = tpu_hlo_binary(h, "or", x[0], x[1]); break;
+  case TPU_OP_LOGICAL_XOR: r = tpu_hlo_binary(h, "xor", x[0], x[1]); break;
+  case TPU_OP_LOGICAL_NOT: r = tpu_hlo_unary(h, "not", x[0]); break;
+  case TPU_OP_WHERE: r = tpu_hlo_select(h, x[0], x[1], x[2]); break;
+  default: r = emit_any(&e, x); break;
+  }
+  if (bool_result(call->op))
+    return r;
+  tpu_hlo_value narrow = tpu_hlo_convert(h, r, call->compute);
+  /* Narrowing may change a NaN's sign (XLA's conversion to bfloat16). */
+  if (e.work != call->compute && has_domain(call->op))
+    narrow = positive_nan(&e, narrow, x, call->n_inputs < 2 ? call->n_inputs : 2);
+  return narrow;
+}

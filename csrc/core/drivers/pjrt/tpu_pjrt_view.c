@@ -1,0 +1,186 @@
+#include "drivers/pjrt/tpu_pjrt_view.h"
+
+#include <string.h>
+
+/* A view's layout: its dimensions of size > 1 with a stride (the others broadcast), ordered by
+ * stride, outermost first, and the box they nest in. */
+typedef struct layout {
+  int k;                         /* kept dimensions */
+  int64_t dim[TPU_MAX_DIMS];     /* their indices in the view, outermost first */
+  int64_t box[TPU_MAX_DIMS + 1]; /* box[0] = size of the outermost, box[j] = stride[j-1] /
+                                    stride[j], box[k] = stride of the innermost */
+  int64_t span;                  /* elements from the first to the last, inclusive */
+  int64_t box_elems;             /* product of box */
+  bool nested;
+  bool dense; /* the box is exactly the kept sizes: no gaps */
+} layout;
+
+static layout layout_of(const tpu_tensor *t) {
+  layout l = {.nested = true, .span = 1};
+  for (int i = 0; i < t->ndim; i++)
+    if (t->sizes[i] > 1 && t->strides[i] != 0)
+      l.dim[l.k++] = i;
+  /* Insertion sort by stride, descending; ties keep view order. */
+  for (int a = 1; a < l.k; a++)
+    for (int b = a; b > 0 && t->strides[l.dim[b - 1]] < t->strides[l.dim[b]]; b--) {
+      int64_t swap = l.dim[b];
+      l.dim[b] = l.dim[b - 1];
+      l.dim[b - 1] = swap;
+    }
+  for (int j = 0; j < l.k; j++) {
+    int64_t size = t->sizes[l.dim[j]], stride = t->strides[l.dim[j]];
+    l.span += (size - 1) * stride;
+    if (stride < 1)
+      l.nested = false;
+    if (j + 1 < l.k) {
+      int64_t inner = t->strides[l.dim[j + 1]], inner_extent = t->sizes[l.dim[j + 1]] * inner;
+      if (inner < 1 || stride % inner != 0 || stride < inner_extent)
+        l.nested = false;
+    }
+  }
+  if (!l.nested || l.k == 0) {
+    l.dense = l.k == 0;
+    l.box_elems = 1;
+    return l;
+  }
+  l.box[0] = t->sizes[l.dim[0]];
+  for (int j = 1; j < l.k; j++)
+    l.box[j] = t->strides[l.dim[j - 1]] / t->strides[l.dim[j]];
+  l.box[l.k] = t->strides[l.dim[l.k - 1]];
+  l.dense = l.box[l.k] == 1;
+  l.box_elems = l.box[0] * t->strides[l.dim[0]];
+  for (int j = 1; j < l.k; j++)
+    l.dense &= l.box[j] == t->sizes[l.dim[j]];
+  return l;
+}
+
+bool tpu_pjrt_view_supported(const tpu_tensor *t, bool output) {
+  if (!tpu_dtype_is_computable(t->dtype) || tpu_dtype_is_complex(t->dtype))
+    return false;
+  for (int i = 0; i < t->ndim; i++)
+    if (output && t->sizes[i] > 1 && t->strides[i] == 0)
+      return false;
+  return layout_of(t).nested;
+}
+
+bool tpu_pjrt_view_covers(const tpu_tensor *t, size_t nbytes) {
+  layout l = layout_of(t);
+  if (!l.nested || !l.dense || t->offset != 0)
+    return false;
+  for (int j = 0; j + 1 < l.k; j++) /* in view order: contiguous, not permuted */
+    if (l.dim[j] > l.dim[j + 1])
+      return false;
+  return (uint64_t)l.span * tpu_dtype_size(t->dtype) == nbytes;
+}
+
+/* Bytes [offset, offset + span * size) of `bytes` as `span` elements of `dtype`. */
+static tpu_hlo_value bytes_to_elems(tpu_hlo *h, tpu_hlo_value bytes, int64_t offset, int64_t span,
+                                    tpu_dtype dtype) {
+  int64_t size = (int64_t)tpu_dtype_size(dtype);
+  int64_t start = offset, limit = offset + span * size;
+  tpu_hlo_value flat = tpu_hlo_slice(h, bytes, &start, &limit);
+  if (dtype == TPU_BOOL) {
+    tpu_hlo_value zero = tpu_hlo_splat(h, tpu_hlo_constant(h, TPU_UINT8, "0"), &flat);
+    return tpu_hlo_compare(h, "NE", flat, zero);
+  }
+  if (dtype == TPU_UINT8)
+    return flat;
+  if (size == 1)
+    return tpu_hlo_bitcast(h, flat, dtype, 1, &span);
+  int64_t pairs[2] = {span, size};
+  tpu_hlo_value grouped = tpu_hlo_reshape(h, flat, 2, pairs);
+  return tpu_hlo_bitcast(h, grouped, dtype, 1, &span);
+}
+
+/* The inverse: a rank-1 value of elements as its bytes. */
+static tpu_hlo_value elems_to_bytes(tpu_hlo *h, tpu_hlo_value elems) {
+  int64_t n = elems.dims[0], size = (int64_t)tpu_dtype_size(elems.elem);
+  if (elems.elem == TPU_BOOL)
+    return tpu_hlo_convert(h, elems, TPU_UINT8);
+  if (elems.elem == TPU_UINT8)
+    return elems;
+  if (size == 1)
+    return tpu_hlo_bitcast(h, elems, TPU_UINT8, 1, &n);
+  int64_t pairs[2] = {n, size}, total = n * size;
+  tpu_hlo_value grouped = tpu_hlo_bitcast(h, elems, TPU_UINT8, 2, pairs);
+  return tpu_hlo_reshape(h, grouped, 1, &total);
+}
+
+/* The box of a nested layout read from the storage: box-shaped, of t's dtype. */
+static tpu_hlo_value read_box(tpu_hlo *h, tpu_hlo_value bytes, const tpu_tensor *t,
+                              const layout *l) {
+  tpu_hlo_value flat = bytes_to_elems(h, bytes, t->offset, l->span, t->dtype);
+  flat = tpu_hlo_pad_end(h, flat, l->box_elems);
+  return tpu_hlo_reshape(h, flat, l->k + 1, l->box);
+}
+
+tpu_hlo_value tpu_pjrt_view_read(tpu_hlo *h, tpu_hlo_value bytes, const tpu_tensor *t) {
+  layout l = layout_of(t);
+  int64_t sorted[TPU_MAX_DIMS + 1], zeros[TPU_MAX_DIMS + 1] = {0}, perm[TPU_MAX_DIMS];
+  for (int j = 0; j < l.k; j++)
+    sorted[j] = t->sizes[l.dim[j]];
+  sorted[l.k] = 1;
+  tpu_hlo_value kept;
+  if (l.dense) {
+    tpu_hlo_value flat = bytes_to_elems(h, bytes, t->offset, l.span, t->dtype);
+    kept = tpu_hlo_reshape(h, flat, l.k, sorted);
+  } else {
+    tpu_hlo_value box = read_box(h, bytes, t, &l);
+    kept = tpu_hlo_reshape(h, tpu_hlo_slice(h, box, zeros, sorted), l.k, sorted);
+  }
+  /* Back to view order: the kept dimensions sorted by view index. */
+  int64_t order[TPU_MAX_DIMS];
+  for (int j = 0; j < l.k; j++)
+    order[j] = l.dim[j];
+  for (int a = 0; a < l.k; a++) {
+    int rank = 0;
+    for (int b = 0; b < l.k; b++)
+      rank += order[b] < order[a];
+    perm[rank] = a;
+  }
+  kept = tpu_hlo_transpose(h, kept, perm);
+  int64_t bdims[TPU_MAX_DIMS];
+  for (int j = 0, n = 0; j < t->ndim; j++)
+    if (t->sizes[j] > 1 && t->strides[j] != 0)
+      bdims[n++] = j;
+  return tpu_hlo_broadcast(h, kept, t->ndim, t->sizes, bdims);
+}
+
+tpu_hlo_value tpu_pjrt_view_write(tpu_hlo *h, const tpu_hlo_value *bytes, const tpu_tensor *t,
+                                  tpu_hlo_value value) {
+  layout l = layout_of(t);
+  int64_t sorted[TPU_MAX_DIMS + 1], zeros[TPU_MAX_DIMS + 1] = {0}, perm[TPU_MAX_DIMS];
+  for (int j = 0; j < l.k; j++) {
+    sorted[j] = t->sizes[l.dim[j]];
+    perm[j] = 0;
+  }
+  sorted[l.k] = 1;
+  /* The value in stride order: its kept dimensions, outermost first. */
+  int64_t kept_dims[TPU_MAX_DIMS];
+  for (int j = 0, n = 0; j < t->ndim; j++)
+    if (t->sizes[j] > 1 && t->strides[j] != 0)
+      kept_dims[n++] = t->sizes[j];
+  tpu_hlo_value kept = tpu_hlo_reshape(h, value, l.k, kept_dims);
+  for (int j = 0; j < l.k; j++) {
+    int rank = 0; /* position of l.dim[j] among the kept dims in view order */
+    for (int b = 0; b < l.k; b++)
+      rank += l.dim[b] < l.dim[j];
+    perm[j] = rank;
+  }
+  kept = tpu_hlo_transpose(h, kept, perm);
+  tpu_hlo_value flat;
+  if (l.dense) {
+    flat = tpu_hlo_reshape(h, kept, 1, &l.span);
+  } else {
+    tpu_hlo_value box = read_box(h, *bytes, t, &l);
+    box = tpu_hlo_update_slice(h, box, tpu_hlo_reshape(h, kept, l.k + 1, sorted), zeros);
+    flat = tpu_hlo_reshape(h, box, 1, &l.box_elems);
+    int64_t start = 0;
+    flat = tpu_hlo_slice(h, flat, &start, &l.span);
+  }
+  tpu_hlo_value new_bytes = elems_to_bytes(h, flat);
+  if (!bytes)
+    return new_bytes;
+  int64_t at = t->offset;
+  return tpu_hlo_update_slice(h, *bytes, new_bytes, &at);
+}

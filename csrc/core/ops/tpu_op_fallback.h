@@ -1,0 +1,19 @@
+/* The core's counted CPU fallback for native ops: a call the driver refuses (supports_op) runs on
+ * the host driver's kernels instead, on host copies of the storages it touches, and the storages
+ * it writes are copied back. Each such call is counted (tpu_op_count_driver_fallback) and the
+ * first of each op prints a warning naming it, so that a driver's missing lowerings are never
+ * silent. */
+#ifndef TPU_OP_FALLBACK_H
+#define TPU_OP_FALLBACK_H
+
+#include <stdbool.h>
+
+#include "ops/tpu_op.h"
+
+/* Whether `call` can run: on the driver, or through the fallback. */
+bool tpu_op_runnable(const tpu_op_call *call);
+
+/* Runs `call` (its outputs have memory) on the driver, or through the fallback. */
+tpu_status tpu_op_run(const tpu_op_call *call);
+
+#endif

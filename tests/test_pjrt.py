@@ -1,0 +1,122 @@
+"""The PJRT driver on XLA's CPU plugin (make pytest-pjrt runs this file and a subset of the suite
+with TORCH_TPU_DRIVER=pjrt); the missing-plugin cases run under any driver, in subprocesses."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+ON_PJRT = os.environ.get("TORCH_TPU_DRIVER") == "pjrt"
+pjrt_only = pytest.mark.skipif(not ON_PJRT, reason="runs in make pytest-pjrt")
+
+
+def run_python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_a_missing_plugin_is_a_clear_error_and_the_process_stays_usable() -> None:
+    code = (
+        "import torch\n"
+        "try:\n"
+        "    torch.ones(2, device='tpu')\n"
+        "except RuntimeError as e:\n"
+        "    print('ERR', e)\n"
+        "print('CPU', torch.ones(2).sum().item())\n"
+    )
+    done = run_python(code, TORCH_TPU_DRIVER="pjrt", TORCH_TPU_PJRT_PLUGIN="/no/such/plugin.so")
+    assert done.returncode == 0, done.stderr
+    assert "ERR" in done.stdout and "/no/such/plugin.so" in done.stdout
+    assert "CPU 2.0" in done.stdout
+
+
+def test_a_library_without_the_pjrt_api_is_refused() -> None:
+    libc = "/lib/x86_64-linux-gnu/libc.so.6"
+    if not os.path.exists(libc):
+        pytest.skip("no libc at the usual path")
+    code = (
+        "import torch\n"
+        "try:\n"
+        "    torch.ones(2, device='tpu')\n"
+        "except RuntimeError as e:\n"
+        "    print(e)\n"
+    )
+    done = run_python(code, TORCH_TPU_DRIVER="pjrt", TORCH_TPU_PJRT_PLUGIN=libc)
+    assert "exports no GetPjrtApi" in done.stdout, done.stdout + done.stderr
+
+
+@pjrt_only
+def test_device_reports_the_plugin() -> None:
+    assert torch.tpu.get_device_name().startswith("cpu (PJRT")
+
+
+@pjrt_only
+def test_views_in_place_writes_and_copies_round_trip() -> None:
+    base = torch.arange(60, dtype=torch.float32).reshape(5, 12)
+    dev = base.to("tpu")
+    dev[:, 3:7] += 1  # a narrow view written in place
+    base[:, 3:7] += 1
+    dev.t()[2] = -1  # a transposed view's row
+    base.t()[2] = -1
+    dev[::2, ::3].mul_(2)  # step slices
+    base[::2, ::3].mul_(2)
+    torch.testing.assert_close(dev.cpu(), base, rtol=0, atol=0)
+    torch.testing.assert_close(dev.t().contiguous().cpu(), base.t().contiguous())
+    torch.testing.assert_close(dev[1:4, ::5].cpu(), base[1:4, ::5])
+    half = dev.to(torch.bfloat16)
+    torch.testing.assert_close(half.cpu(), base.to(torch.bfloat16), rtol=0, atol=0)
+
+
+@pjrt_only
+def test_save_load_and_tied_weights() -> None:
+    emb = torch.nn.Embedding(7, 4).to("tpu")
+    head = torch.nn.Linear(4, 7, bias=False).to("tpu")
+    head.weight = emb.weight  # tied
+    with torch.no_grad():
+        emb.weight[0].fill_(3.0)
+    assert head.weight.data_ptr() == emb.weight.data_ptr()
+    assert head.weight[0].sum().item() == 12.0
+    buffer = io.BytesIO()
+    torch.save({"emb": emb.state_dict()}, buffer)
+    buffer.seek(0)
+    loaded = torch.load(buffer, map_location="tpu")
+    torch.testing.assert_close(loaded["emb"]["weight"].cpu(), emb.weight.cpu())
+
+
+@pjrt_only
+def test_unlowered_ops_fall_back_counted_and_correct() -> None:
+    a, b = torch.randn(8, 5), torch.randn(5, 3)
+    torch.tpu.reset_op_stats()
+    got = (a.to("tpu") @ b.to("tpu")).cpu()
+    torch.testing.assert_close(got, a @ b)
+    stats = torch.tpu.op_stats()
+    assert stats["driver_fallback"], stats  # the matmul ran on the host, and says so
+    assert stats["fallback"] == {}
+
+
+@pjrt_only
+def test_random_numbers_equal_the_host_drivers() -> None:
+    code = "import torch\ntorch.manual_seed(7)\nprint(torch.randn(5, device='tpu').tolist())\n"
+    host = run_python(code, TORCH_TPU_DRIVER="host")
+    pjrt = run_python(code)
+    assert host.returncode == 0 and pjrt.returncode == 0, host.stderr + pjrt.stderr
+    assert host.stdout == pjrt.stdout
+
+
+@pjrt_only
+def test_scalar_arguments_give_each_call_its_value() -> None:
+    x = torch.randn(16, device="tpu")
+    torch.tpu.synchronize()
+    results = [(x * 1.0 + alpha).cpu() for alpha in (0.5, 1.5, 2.5)]
+    for alpha, got in zip((0.5, 1.5, 2.5), results, strict=True):
+        torch.testing.assert_close(got, x.cpu() + alpha)
