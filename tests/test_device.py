@@ -92,7 +92,7 @@ def test_unknown_driver_names_the_registered_ones() -> None:
     """
     result = run_python(code, {"TORCH_TPU_DRIVER": "xla-someday"})
     assert result.returncode == 0, result.stderr
-    message = "TORCH_TPU_DRIVER=xla-someday: no tpu driver of that name (registered: host)"
+    message = "TORCH_TPU_DRIVER=xla-someday: no tpu driver of that name (registered: host, pjrt)"
     assert result.stdout.split("\n")[:4] == ["False 0", message, message, "[2.0, 2.0]"]
 
 

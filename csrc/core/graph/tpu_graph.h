@@ -125,9 +125,5 @@ const char *tpu_graph_poisoned_input(const tpu_graph *graph, int first, int end)
 void tpu_graph_poison_outputs(const tpu_graph *graph, int first, int end, const char *op,
                               const char *message);
 
-/* Runs the graph one node at a time with `run` (a driver without a planner): poisoned inputs and
- * failures are handled as the driver interface's graph_run says, and the outputs of each node are
- * given memory before it runs. */
-tpu_status tpu_graph_run_nodes(const tpu_graph *graph, tpu_status (*run)(const tpu_op_call *));
 
 #endif

@@ -160,15 +160,16 @@ static tpu_status bind_args(const tpu_pjrt_program *p, PJRT_Buffer **bufs, bool 
     if (a->storage) {
       st = tpu_pjrt_storage_get(client, 0, tpu_buffer_memory(a->storage),
                                 tpu_buffer_nbytes(a->storage), &bufs[i]);
+    } else if (a->scalar) {
+      st = tpu_pjrt_buffer_from_host(client, 0, a->dtype, NULL, 0, a->scalar, &bufs[i]);
     } else {
-      size_t bytes = dense_bytes(&a->host);
+      size_t bytes = dense_bytes(a->host);
       void *dense = malloc(bytes ? bytes : 1);
       if (!dense)
         return tpu_error(TPU_ERR_OUT_OF_MEMORY, "out of host memory for %zu bytes", bytes);
-      host_move(&a->host, dense, true);
-      tpu_dtype type = a->host.dtype == TPU_BOOL ? TPU_UINT8 : a->host.dtype;
-      st = tpu_pjrt_buffer_from_host(client, 0, type, a->host.sizes, (size_t)a->host.ndim, dense,
-                                     &bufs[i]);
+      host_move(a->host, dense, true);
+      st = tpu_pjrt_buffer_from_host(client, 0, a->dtype, a->host->sizes,
+                                     (size_t)a->host->ndim, dense, &bufs[i]);
       free(dense);
     }
     if (st != TPU_OK)
@@ -201,13 +202,13 @@ static tpu_status take_results(const tpu_pjrt_program *p, PJRT_Buffer **outs) {
   return st;
 }
 
-static tpu_status run_program(const tpu_op_call *call, const tpu_pjrt_program *p) {
+static tpu_status run_program(const tpu_op_call *first, const tpu_pjrt_program *p) {
   const tpu_pjrt_executable *exe;
   tpu_status st = tpu_pjrt_cache_get(client, p->text, p->len, &exe);
   if (st != TPU_OK) {
     char why[2048]; /* copied: tpu_error writes the slot it would read */
     snprintf(why, sizeof why, "%s", tpu_last_error());
-    return tpu_error(st, "compiling tpu op '%s' for PJRT: %s", tpu_op_name(call->op), why);
+    return tpu_error(st, "compiling tpu op '%s' for PJRT: %s", tpu_op_name(first->op), why);
   }
   PJRT_Buffer *args[TPU_HLO_MAX_ARGS] = {0}, *outs[TPU_HLO_MAX_RESULTS] = {0};
   bool owned[TPU_HLO_MAX_ARGS] = {0};
@@ -218,6 +219,16 @@ static tpu_status run_program(const tpu_op_call *call, const tpu_pjrt_program *p
     if (owned[i])
       tpu_pjrt_buffer_destroy(client, args[i]);
   return st == TPU_OK ? take_results(p, outs) : st;
+}
+
+/* Lowers and runs calls[0..n) as one module. */
+static tpu_status run_calls(const tpu_op_call *const *calls, int n) {
+  tpu_pjrt_program *p;
+  tpu_status st = tpu_pjrt_lower(calls, n, &p);
+  if (st == TPU_OK)
+    st = run_program(calls[0], p);
+  tpu_pjrt_program_free(p);
+  return st;
 }
 
 /* Whole storages between the host and the chip move without an executable. */
@@ -251,26 +262,100 @@ static tpu_status pjrt_op_run(const tpu_op_call *call) {
   tpu_status st;
   if (copy_direct(call, &st))
     return st;
-  tpu_pjrt_program p;
-  st = tpu_pjrt_lower(call, &p);
-  if (st == TPU_OK)
-    st = run_program(call, &p);
-  tpu_pjrt_program_free(&p);
-  return st;
+  return run_calls(&call, 1);
 }
 
-/* Fused mode runs each deferred graph node by node for now: one executable per node. */
-static tpu_status pjrt_graph_compile(const tpu_graph *graph, void **plan) {
-  (void)graph;
-  *plan = &init_once; /* no plan: any non-NULL token */
+/* A fused graph's plan: its nodes cut into steps, each a run of lowerable nodes compiled as one
+ * module (at most TPU_PJRT_MAX_RUN), or a single node the driver runs alone (a copy to the host)
+ * or the core's fallback runs. Lowerability depends on the graph's structure alone, so equal
+ * graphs share the plan. */
+typedef struct plan {
+  int n_steps;
+  struct step {
+    int first, count;
+    bool module;
+  } steps[];
+} plan;
+
+static bool in_module(const tpu_op_call *c) {
+  return tpu_pjrt_lowerable(c) && c->tensors[c->n_inputs].buf;
+}
+
+static tpu_status pjrt_graph_compile(const tpu_graph *g, void **out) {
+  plan *pl = malloc(sizeof *pl + (size_t)(g->n_nodes ? g->n_nodes : 1) * sizeof pl->steps[0]);
+  if (!pl)
+    return tpu_error(TPU_ERR_OUT_OF_MEMORY, "out of host memory for a PJRT graph plan");
+  pl->n_steps = 0;
+  for (int n = 0; n < g->n_nodes;) {
+    struct step *s = &pl->steps[pl->n_steps++];
+    s->first = n;
+    s->module = in_module(g->nodes[n].call);
+    s->count = 1;
+    while (s->module && n + s->count < g->n_nodes && s->count < TPU_PJRT_MAX_RUN &&
+           in_module(g->nodes[n + s->count].call))
+      s->count++;
+    n += s->count;
+  }
+  *out = pl;
   return TPU_OK;
 }
 
-static void pjrt_graph_free(void *plan) { (void)plan; }
+static void pjrt_graph_free(void *pl) { free(pl); }
 
-static tpu_status pjrt_graph_run(const void *plan, const tpu_graph *graph) {
-  (void)plan;
-  return tpu_graph_run_nodes(graph, tpu_op_run);
+static bool pjrt_graph_step(const void *p, int i, int *first, int *count) {
+  const plan *pl = p;
+  if (i >= pl->n_steps)
+    return false;
+  *first = pl->steps[i].first;
+  *count = pl->steps[i].count;
+  return true;
+}
+
+static tpu_status run_step(const tpu_graph *g, const struct step *s) {
+  for (int n = s->first; n < s->first + s->count; n++) {
+    const tpu_op_call *c = g->nodes[n].call;
+    for (int o = c->n_inputs; o < c->n_inputs + c->n_outputs; o++) {
+      tpu_buffer *b = c->tensors[o].buf;
+      if (b && !tpu_buffer_is_live(b) && !tpu_buffer_memory(b)) {
+        tpu_status st = tpu_buffer_materialize(b);
+        if (st != TPU_OK)
+          return st;
+      }
+    }
+  }
+  if (!s->module)
+    return tpu_op_run(g->nodes[s->first].call);
+  const tpu_op_call *calls[TPU_PJRT_MAX_RUN];
+  for (int i = 0; i < s->count; i++)
+    calls[i] = g->nodes[s->first + i].call;
+  tpu_status st = run_calls(calls, s->count);
+  /* A run too wide for one module runs node by node. */
+  for (int i = 0; st == TPU_ERR_NOT_IMPLEMENTED && i < s->count; i++)
+    st = tpu_op_run(calls[i]);
+  return st;
+}
+
+static tpu_status pjrt_graph_run(const void *p, const tpu_graph *g) {
+  const plan *pl = p;
+  for (int i = 0; i < pl->n_steps; i++) {
+    const struct step *s = &pl->steps[i];
+    int end = s->first + s->count;
+    const char *poison = tpu_graph_poisoned_input(g, s->first, end);
+    if (poison) {
+      tpu_graph_poison_outputs(g, s->first, end, tpu_op_name(g->nodes[s->first].call->op),
+                               poison);
+      continue;
+    }
+    tpu_status st = run_step(g, s);
+    if (st != TPU_OK) {
+      char message[4096]; /* copied: poisoning may overwrite the thread's error text */
+      snprintf(message, sizeof message, "%s", tpu_last_error());
+      const char *op = tpu_op_name(g->nodes[s->first].call->op);
+      tpu_graph_poison_outputs(g, s->first, g->n_nodes, op, message);
+      return tpu_error(st, "'%s' failed: %s", op, message);
+    }
+  }
+  return TPU_OK;
 }
 
 static const tpu_driver_i pjrt_driver = {
@@ -285,6 +370,7 @@ static const tpu_driver_i pjrt_driver = {
     .graph_compile = pjrt_graph_compile,
     .graph_free = pjrt_graph_free,
     .graph_run = pjrt_graph_run,
+    .graph_step = pjrt_graph_step,
 };
 
 const tpu_driver_i *tpu_pjrt_driver(void) { return &pjrt_driver; }

@@ -25,8 +25,8 @@ typedef struct tpu_hlo_value {
   int64_t dims[TPU_MAX_DIMS + 1];
 } tpu_hlo_value;
 
-#define TPU_HLO_MAX_ARGS 32
-#define TPU_HLO_MAX_RESULTS 8
+#define TPU_HLO_MAX_ARGS 256
+#define TPU_HLO_MAX_RESULTS 64
 
 typedef struct tpu_hlo {
   char *body;

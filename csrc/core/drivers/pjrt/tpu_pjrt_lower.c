@@ -9,7 +9,7 @@
 /* The state of one lowering: the module and which argument holds what. */
 typedef struct lowering {
   tpu_hlo h;
-  const tpu_op_call *call;
+  const tpu_op_call *call; /* the call being lowered */
   tpu_pjrt_program *p;
   int n_storages;
   tpu_buffer *storage[TPU_HLO_MAX_ARGS];
@@ -66,6 +66,10 @@ static int storage_index(lowering *l, tpu_buffer *buf) {
   for (int i = 0; i < l->n_storages; i++)
     if (l->storage[i] == buf)
       return i;
+  if (l->n_storages == TPU_HLO_MAX_ARGS) {
+    l->h.failed = true; /* reported as too many operands */
+    return 0;
+  }
   int i = l->n_storages++;
   l->storage[i] = buf;
   l->arg_of[i] = -1;
@@ -86,21 +90,23 @@ static tpu_hlo_value storage_bytes(lowering *l, int s) {
 
 /* A host operand: an argument of its dense contents. */
 static tpu_hlo_value host_arg(lowering *l, const tpu_tensor *t) {
-  tpu_hlo_value v = tpu_hlo_arg(&l->h, t->dtype, t->ndim, t->sizes, -1);
+  /* bool travels as uint8 bytes: an i1 argument would be a PRED buffer. */
+  tpu_dtype type = t->dtype == TPU_BOOL ? TPU_UINT8 : t->dtype;
+  tpu_hlo_value v = tpu_hlo_arg(&l->h, type, t->ndim, t->sizes, -1);
   if (l->p->n_args < TPU_HLO_MAX_ARGS)
-    l->p->args[l->p->n_args++] = (tpu_pjrt_arg){.host = *t};
-  if (t->dtype == TPU_BOOL) /* an i1 argument would be a PRED buffer: read bytes instead */
-    l->h.failed = true;
-  return v;
+    l->p->args[l->p->n_args++] = (tpu_pjrt_arg){.host = t, .dtype = type};
+  return tpu_hlo_cast(&l->h, v, t->dtype);
 }
 
 static tpu_hlo_value scalar_arg(void *ctx, int slot, bool is_float) {
   lowering *l = ctx;
   if (l->scalar_arg[slot] < 0) {
-    tpu_tensor t = {.host = (void *)&l->call->scalars[slot],
-                    .dtype = is_float ? TPU_FLOAT64 : TPU_INT64};
+    tpu_dtype type = is_float ? TPU_FLOAT64 : TPU_INT64;
     l->scalar_arg[slot] = l->p->n_args;
-    l->scalar_value[slot] = host_arg(l, &t);
+    l->scalar_value[slot] = tpu_hlo_arg(&l->h, type, 0, NULL, -1);
+    if (l->p->n_args < TPU_HLO_MAX_ARGS)
+      l->p->args[l->p->n_args++] =
+          (tpu_pjrt_arg){.scalar = &l->call->scalars[slot], .dtype = type};
   }
   return l->scalar_value[slot];
 }
@@ -125,7 +131,8 @@ static void write_output(lowering *l, const tpu_tensor *t, tpu_hlo_value value) 
   if (!t->buf) {
     if (l->p->n_results < TPU_HLO_MAX_RESULTS)
       l->p->results[l->p->n_results++] = (tpu_pjrt_result){.host = t};
-    tpu_hlo_result(&l->h, value);
+    tpu_hlo_result(&l->h, tpu_hlo_convert(&l->h, value, t->dtype == TPU_BOOL ? TPU_UINT8
+                                                                              : t->dtype));
     return;
   }
   int s = storage_index(l, t->buf);
@@ -162,18 +169,9 @@ static void lower_fill(lowering *l, const tpu_tensor *out) {
   write_output(l, out, tpu_hlo_splat(&l->h, s, &like));
 }
 
-tpu_status tpu_pjrt_lower(const tpu_op_call *call, tpu_pjrt_program *p) {
-  memset(p, 0, sizeof *p);
-  if (!tpu_pjrt_lowerable(call))
-    return tpu_error(TPU_ERR_NOT_IMPLEMENTED, "the PJRT driver has no lowering for %s",
-                     tpu_op_name(call->op));
-  lowering *l = calloc(1, sizeof *l);
-  if (!l)
-    return tpu_error(TPU_ERR_OUT_OF_MEMORY, "out of host memory to lower %s",
-                     tpu_op_name(call->op));
-  tpu_hlo_init(&l->h);
+/* Adds one call to the module. */
+static void lower_call(lowering *l, const tpu_op_call *call) {
   l->call = call;
-  l->p = p;
   for (int k = 0; k < TPU_OP_MAX_SCALARS; k++)
     l->scalar_arg[k] = -1;
   const tpu_tensor *out = &call->tensors[call->n_inputs];
@@ -187,19 +185,50 @@ tpu_status tpu_pjrt_lower(const tpu_op_call *call, tpu_pjrt_program *p) {
       in[i] = broadcast_to(l, read_input(l, &call->tensors[i]), out);
     write_output(l, out, tpu_pjrt_ew_emit(&l->h, call, in, scalar_arg, l));
   }
+}
+
+tpu_status tpu_pjrt_lower(const tpu_op_call *const *calls, int n, tpu_pjrt_program **out) {
+  *out = NULL;
+  if (n < 1 || n > TPU_PJRT_MAX_RUN)
+    return tpu_error(TPU_ERR_VALUE, "a PJRT module holds 1 to %d calls, not %d",
+                     TPU_PJRT_MAX_RUN, n);
+  for (int i = 0; i < n; i++)
+    if (!tpu_pjrt_lowerable(calls[i]))
+      return tpu_error(TPU_ERR_NOT_IMPLEMENTED, "the PJRT driver has no lowering for %s",
+                       tpu_op_name(calls[i]->op));
+  tpu_pjrt_program *p = calloc(1, sizeof *p);
+  lowering *l = p ? calloc(1, sizeof *l) : NULL;
+  if (!l) {
+    free(p);
+    return tpu_error(TPU_ERR_OUT_OF_MEMORY, "out of host memory to lower %s",
+                     tpu_op_name(calls[0]->op));
+  }
+  tpu_hlo_init(&l->h);
+  l->p = p;
+  for (int i = 0; i < n; i++)
+    lower_call(l, calls[i]);
   finish_results(l);
-  tpu_status st = tpu_hlo_finish(&l->h, &p->text, &p->len);
-  if (st == TPU_OK && (p->n_args != l->h.n_args || p->n_results != l->h.n_results))
-    st = tpu_error(TPU_ERR_NOT_IMPLEMENTED, "%s has more operands than the PJRT driver lowers",
-                   tpu_op_name(call->op));
+  bool too_many = p->n_args != l->h.n_args || p->n_results != l->h.n_results ||
+                  l->n_storages == TPU_HLO_MAX_ARGS || l->h.n_args == TPU_HLO_MAX_ARGS ||
+                  l->h.n_results == TPU_HLO_MAX_RESULTS;
+  tpu_status st = too_many ? tpu_error(TPU_ERR_NOT_IMPLEMENTED,
+                                       "%d calls from %s on have more operands than one PJRT "
+                                       "module holds",
+                                       n, tpu_op_name(calls[0]->op))
+                           : tpu_hlo_finish(&l->h, &p->text, &p->len);
   tpu_hlo_free(&l->h);
   free(l);
-  if (st != TPU_OK)
+  if (st != TPU_OK) {
     tpu_pjrt_program_free(p);
-  return st;
+    return st;
+  }
+  *out = p;
+  return TPU_OK;
 }
 
 void tpu_pjrt_program_free(tpu_pjrt_program *p) {
+  if (!p)
+    return;
   free(p->text);
-  p->text = NULL;
+  free(p);
 }

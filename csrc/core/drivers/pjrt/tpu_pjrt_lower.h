@@ -1,4 +1,6 @@
-/* Lowering one op call to a StableHLO module over its storages' bytes (drivers/pjrt/tpu_pjrt_view.h):
+/* Lowering op calls (one, or a run of a fused graph's nodes) to one StableHLO module over their
+ * storages' bytes (drivers/pjrt/tpu_pjrt_view.h); within a run each storage's contents flow from
+ * node to node as values, so XLA sees and fuses the whole run:
  * every storage the call reads or partly writes is an argument, each storage it writes is a result
  * (the argument's buffer donated to it), host operands are arguments of their dense contents, and
  * the op's runtime scalars are 0-d float64 or int64 arguments, so that new scalar values never
@@ -14,8 +16,10 @@
 #include "ops/tpu_op.h"
 
 typedef struct tpu_pjrt_arg {
-  tpu_buffer *storage; /* a storage's bytes, or NULL: */
-  tpu_tensor host;     /* host data, packed dense at run time (scalars: 0-d views) */
+  tpu_buffer *storage;     /* a storage's bytes, or NULL: */
+  const tpu_tensor *host;  /* a host operand, packed dense at run time, or NULL: */
+  const void *scalar;      /* a runtime scalar of a call (float64 or int64, see dtype) */
+  tpu_dtype dtype;
 } tpu_pjrt_arg;
 
 typedef struct tpu_pjrt_result {
@@ -34,9 +38,13 @@ typedef struct tpu_pjrt_program {
 /* Whether `call` lowers (its op, dtypes and views), judged without building the module. */
 bool tpu_pjrt_lowerable(const tpu_op_call *call);
 
-/* Lowers `call` into *p (freed with tpu_pjrt_program_free). TPU_ERR_NOT_IMPLEMENTED for a call
- * tpu_pjrt_lowerable refuses. */
-tpu_status tpu_pjrt_lower(const tpu_op_call *call, tpu_pjrt_program *p);
+/* Calls one module may hold: a fused graph is lowered in runs of at most this many nodes. */
+#define TPU_PJRT_MAX_RUN 32
+
+/* Lowers calls[0..n) (1 <= n <= TPU_PJRT_MAX_RUN, in order) into one program, *out (freed with
+ * tpu_pjrt_program_free). TPU_ERR_NOT_IMPLEMENTED for a call tpu_pjrt_lowerable refuses, or for
+ * a run whose operands exceed the module's limits. */
+tpu_status tpu_pjrt_lower(const tpu_op_call *const *calls, int n, tpu_pjrt_program **out);
 
 void tpu_pjrt_program_free(tpu_pjrt_program *p);
 
