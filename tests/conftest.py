@@ -36,6 +36,10 @@ PJRT_KNOWN_DIFFERENCES = {
 }
 
 
+# Tests of the host driver itself (its BLAS), which do not apply to the PJRT driver.
+HOST_DRIVER_ONLY = {"test_blas_is_loaded"}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     if os.environ.get("TORCH_TPU_DRIVER") != "pjrt":
         return
@@ -45,5 +49,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for mode in EAGER_MODES
     }
     for item in items:
+        if item.name in HOST_DRIVER_ONLY:
+            item.add_marker(pytest.mark.skip(reason="tests the host driver"))
         if item.name in known:
             item.add_marker(pytest.mark.xfail(reason=known[item.name], strict=True))

@@ -375,6 +375,71 @@ tpu_hlo_value tpu_hlo_update_slice(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value up
                    new_value(h, x.elem, x.rank, x.dims));
 }
 
+tpu_hlo_value tpu_hlo_dot(tpu_hlo *h, tpu_hlo_value a, tpu_hlo_value b, bool sum_batches,
+                          tpu_hlo_elem elem) {
+  int64_t batched[3] = {a.dims[0], a.dims[1], b.dims[2]}, summed[2] = {a.dims[1], b.dims[2]};
+  tpu_hlo_value r = sum_batches ? new_value(h, elem, 2, summed) : new_value(h, elem, 3, batched);
+  const tpu_hlo_value *ops[] = {&a, &b};
+  begin_op(h, &r, "stablehlo.dot_general", ops, 2);
+  if (sum_batches)
+    emit(h, " {dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = [0, 2], "
+            "rhs_contracting_dimensions = [0, 1]>");
+  else
+    emit(h, " {dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = [0], "
+            "rhs_batching_dimensions = [0], lhs_contracting_dimensions = [2], "
+            "rhs_contracting_dimensions = [1]>");
+  emit(h, ", precision_config = [#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]}");
+  end_op(h, &r, ops, 2);
+  return r;
+}
+
+/* The reduction region's body: %r = p combined with q, values of rank 0. */
+static tpu_hlo_value combine_scalars(tpu_hlo *h, tpu_hlo_value p, tpu_hlo_value q,
+                                     tpu_hlo_combine combine) {
+  if (combine == TPU_HLO_ADD)
+    return tpu_hlo_binary(h, "add", p, q);
+  tpu_hlo_value r = tpu_hlo_binary(h, combine == TPU_HLO_MAX ? "maximum" : "minimum", p, q);
+  if (!tpu_dtype_is_floating(p.elem))
+    return r;
+  r = tpu_hlo_select(h, tpu_hlo_compare(h, "NE", q, q), q, r);
+  return tpu_hlo_select(h, tpu_hlo_compare(h, "NE", p, p), p, r);
+}
+
+tpu_hlo_value tpu_hlo_reduce(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value init, const int64_t *dims,
+                             int n, tpu_hlo_combine combine) {
+  int64_t kept[TPU_MAX_DIMS + 1];
+  int rank = 0;
+  for (int i = 0, j = 0; i < x.rank; i++) {
+    if (j < n && dims[j] == i)
+      j++;
+    else
+      kept[rank++] = x.dims[i];
+  }
+  tpu_hlo_value r = new_value(h, x.elem, rank, kept);
+  tpu_hlo_value p = new_value(h, x.elem, 0, NULL), q = new_value(h, x.elem, 0, NULL);
+  const tpu_hlo_value *ops[] = {&x, &init};
+  begin_op(h, &r, "stablehlo.reduce", ops, 2);
+  emit(h, " ({\n    ^bb0(");
+  emit_name(h, &p);
+  emit(h, ": ");
+  emit_type(h, &p);
+  emit(h, ", ");
+  emit_name(h, &q);
+  emit(h, ": ");
+  emit_type(h, &q);
+  emit(h, "):\n");
+  tpu_hlo_value body = combine_scalars(h, p, q, combine);
+  emit(h, "    \"stablehlo.return\"(");
+  emit_name(h, &body);
+  emit(h, ") : (");
+  emit_type(h, &body);
+  emit(h, ") -> ()\n    }) {");
+  emit_i64s(h, "dimensions", dims, n);
+  emit(h, "}");
+  end_op(h, &r, ops, 2);
+  return r;
+}
+
 tpu_hlo_value tpu_hlo_splat(tpu_hlo *h, tpu_hlo_value scalar, const tpu_hlo_value *like) {
   return tpu_hlo_broadcast(h, scalar, like->rank, like->dims, NULL);
 }

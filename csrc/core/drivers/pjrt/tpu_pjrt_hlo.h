@@ -90,6 +90,23 @@ tpu_hlo_value tpu_hlo_pad_end(tpu_hlo *h, tpu_hlo_value x, int64_t length);
 tpu_hlo_value tpu_hlo_update_slice(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value update,
                                    const int64_t *start);
 
+/* Batched matrix product of a [b, m, k] and b [b, k, n] as `elem` (wider than the operands'
+ * for float16 and bfloat16 accumulation), at the highest precision: [b, m, n], or [m, n] with the
+ * batches summed when `sum_batches`. */
+tpu_hlo_value tpu_hlo_dot(tpu_hlo *h, tpu_hlo_value a, tpu_hlo_value b, bool sum_batches,
+                          tpu_hlo_elem elem);
+
+/* How tpu_hlo_reduce combines two elements. */
+typedef enum tpu_hlo_combine {
+  TPU_HLO_ADD,
+  TPU_HLO_MAX, /* NaN wins */
+  TPU_HLO_MIN, /* NaN wins */
+} tpu_hlo_combine;
+
+/* x reduced over dims[0..n) (ascending) from the scalar `init`: x's dims without those. */
+tpu_hlo_value tpu_hlo_reduce(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value init, const int64_t *dims,
+                             int n, tpu_hlo_combine combine);
+
 /* Converts x to `to` with the semantics of the core's COPY (ops/tpu_ops_base.h): x != 0 for bool,
  * float16 and bfloat16 through float32, float to small integers through int32 or int64. */
 tpu_hlo_value tpu_hlo_cast(tpu_hlo *h, tpu_hlo_value x, tpu_dtype to);

@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "drivers/pjrt/tpu_pjrt_lower_ew.h"
+#include "drivers/pjrt/tpu_pjrt_lower_matmul.h"
+#include "drivers/pjrt/tpu_pjrt_lower_reduce.h"
 #include "drivers/pjrt/tpu_pjrt_view.h"
 
 /* The state of one lowering: the module and which argument holds what. */
@@ -47,7 +49,9 @@ bool tpu_pjrt_lowerable(const tpu_op_call *call) {
     bool output = i >= call->n_inputs;
     if (!tpu_dtype_is_computable(t->dtype) || tpu_dtype_is_complex(t->dtype))
       return false;
-    if (t->buf && has_elements(t) && !tpu_pjrt_view_supported(t, output))
+    /* An empty view reads or writes nothing a module could slice: such calls run on the host
+     * (or, with an empty output, not at all). */
+    if (t->buf && (!has_elements(t) || !tpu_pjrt_view_supported(t, output)))
       return false;
   }
   switch (call->op) {
@@ -56,8 +60,9 @@ bool tpu_pjrt_lowerable(const tpu_op_call *call) {
   case TPU_OP_FILL:
     return true;
   default:
-    return is_elementwise(call->op) && call->n_inputs <= 4 &&
-           tpu_pjrt_ew_supports(call->op, call->compute);
+    return tpu_pjrt_matmul_supports(call) || tpu_pjrt_reduce_supports(call) ||
+           (is_elementwise(call->op) && call->n_inputs <= 4 &&
+            tpu_pjrt_ew_supports(call->op, call->compute));
   }
 }
 
@@ -179,6 +184,13 @@ static void lower_call(lowering *l, const tpu_op_call *call) {
     lower_fill(l, out);
   } else if (call->op == TPU_OP_COPY) {
     write_output(l, out, broadcast_to(l, read_input(l, &call->tensors[0]), out));
+  } else if (tpu_pjrt_reduce_supports(call)) {
+    write_output(l, out, tpu_pjrt_reduce_emit(&l->h, call, read_input(l, &call->tensors[0])));
+  } else if (tpu_pjrt_matmul_supports(call)) {
+    tpu_hlo_value in[3];
+    for (int i = 0; i < call->n_inputs; i++)
+      in[i] = read_input(l, &call->tensors[i]);
+    write_output(l, out, tpu_pjrt_matmul_emit(&l->h, call, in, scalar_arg, l));
   } else {
     tpu_hlo_value in[4];
     for (int i = 0; i < call->n_inputs; i++)

@@ -64,6 +64,9 @@ bool tpu_pjrt_view_supported(const tpu_tensor *t, bool output) {
 }
 
 bool tpu_pjrt_view_covers(const tpu_tensor *t, size_t nbytes) {
+  for (int i = 0; i < t->ndim; i++)
+    if (t->sizes[i] > 1 && t->strides[i] == 0) /* expanded: more elements than bytes hold */
+      return false;
   layout l = layout_of(t);
   if (!l.nested || !l.dense || t->offset != 0)
     return false;
