@@ -257,7 +257,10 @@ static bool copy_direct(const tpu_op_call *call, tpu_status *st) {
 }
 
 static tpu_status pjrt_op_run(const tpu_op_call *call) {
-  if (!has_elements(&call->tensors[call->n_inputs]))
+  bool writes = false; /* an output with elements (absent ones are empty) */
+  for (int o = call->n_inputs; o < call->n_inputs + call->n_outputs; o++)
+    writes |= has_elements(&call->tensors[o]);
+  if (!writes)
     return TPU_OK;
   tpu_status st;
   if (copy_direct(call, &st))
@@ -277,8 +280,14 @@ typedef struct plan {
   } steps[];
 } plan;
 
+/* Lowerable, writing only device memory (a copy to the host runs alone). */
 static bool in_module(const tpu_op_call *c) {
-  return tpu_pjrt_lowerable(c) && c->tensors[c->n_inputs].buf;
+  if (!tpu_pjrt_lowerable(c))
+    return false;
+  for (int o = c->n_inputs; o < c->n_inputs + c->n_outputs; o++)
+    if (!c->tensors[o].buf && has_elements(&c->tensors[o]))
+      return false;
+  return true;
 }
 
 static tpu_status pjrt_graph_compile(const tpu_graph *g, void **out) {

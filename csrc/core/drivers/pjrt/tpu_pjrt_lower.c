@@ -5,6 +5,7 @@
 
 #include "drivers/pjrt/tpu_pjrt_lower_ew.h"
 #include "drivers/pjrt/tpu_pjrt_lower_matmul.h"
+#include "drivers/pjrt/tpu_pjrt_lower_norm.h"
 #include "drivers/pjrt/tpu_pjrt_lower_reduce.h"
 #include "drivers/pjrt/tpu_pjrt_view.h"
 
@@ -42,11 +43,14 @@ static bool has_elements(const tpu_tensor *t) {
 
 bool tpu_pjrt_lowerable(const tpu_op_call *call) {
   int n = call->n_inputs + call->n_outputs;
-  if (call->n_outputs != 1)
+  bool norm = tpu_pjrt_norm_supports(call);
+  if (call->n_outputs != 1 && !norm)
     return false;
   for (int i = 0; i < n; i++) {
     const tpu_tensor *t = &call->tensors[i];
     bool output = i >= call->n_inputs;
+    if (norm && tpu_pjrt_norm_absent(call, i))
+      continue;
     if (!tpu_dtype_is_computable(t->dtype) || tpu_dtype_is_complex(t->dtype))
       return false;
     /* An empty view reads or writes nothing a module could slice: such calls run on the host
@@ -61,6 +65,7 @@ bool tpu_pjrt_lowerable(const tpu_op_call *call) {
     return true;
   default:
     return tpu_pjrt_matmul_supports(call) || tpu_pjrt_reduce_supports(call) ||
+           tpu_pjrt_norm_supports(call) ||
            (is_elementwise(call->op) && call->n_inputs <= 4 &&
             tpu_pjrt_ew_supports(call->op, call->compute));
   }
@@ -184,6 +189,15 @@ static void lower_call(lowering *l, const tpu_op_call *call) {
     lower_fill(l, out);
   } else if (call->op == TPU_OP_COPY) {
     write_output(l, out, broadcast_to(l, read_input(l, &call->tensors[0]), out));
+  } else if (tpu_pjrt_norm_supports(call)) {
+    tpu_hlo_value in[5], outs[3];
+    for (int i = 0; i < call->n_inputs; i++)
+      if (!tpu_pjrt_norm_absent(call, i))
+        in[i] = read_input(l, &call->tensors[i]);
+    tpu_pjrt_norm_emit(&l->h, call, in, scalar_arg, l, outs);
+    for (int k = 0; k < call->n_outputs; k++)
+      if (!tpu_pjrt_norm_absent(call, call->n_inputs + k))
+        write_output(l, &call->tensors[call->n_inputs + k], outs[k]);
   } else if (tpu_pjrt_reduce_supports(call)) {
     write_output(l, out, tpu_pjrt_reduce_emit(&l->h, call, read_input(l, &call->tensors[0])));
   } else if (tpu_pjrt_matmul_supports(call)) {
