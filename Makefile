@@ -40,10 +40,15 @@ $(INSTALL_STAMP): $(DEPS_STAMP) $(SOURCES)
 demo: setup
 	$(PY) examples/train_gpt.py
 
+# The installed CPU plugin (found when the recipe runs, after setup): the plain C tests run the PJRT
+# driver's tests on it; the sanitized builds skip them (the plugin is not instrumented).
+PJRT_PLUGIN_LIB = $(shell ls $(CURDIR)/$(VENV)/lib/python*/site-packages/lammps_jax_pjrt_cpu/*.so 2>/dev/null | head -1)
+
 core-tests: $(DEPS_STAMP)
 	cmake -S . -B build/core -G Ninja -DTPU_BUILD_EXTENSION=OFF -DTPU_WERROR=ON >/dev/null
 	cmake --build build/core -j $(JOBS)
-	ctest --test-dir build/core --output-on-failure
+	$(if $(PJRT_PLUGIN_LIB),TORCH_TPU_PJRT_PLUGIN=$(PJRT_PLUGIN_LIB)) \
+		ctest --test-dir build/core --output-on-failure
 
 core-tests-sanitized: $(DEPS_STAMP)
 	cmake -S . -B build/core-sanitized -G Ninja -DTPU_BUILD_EXTENSION=OFF -DTPU_WERROR=ON \

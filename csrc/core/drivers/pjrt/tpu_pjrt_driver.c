@@ -99,13 +99,6 @@ static void pjrt_arena_discard(int device, tpu_heap *arena, void *ptr, size_t by
 
 static bool pjrt_supports_op(const tpu_op_call *call) { return tpu_pjrt_lowerable(call); }
 
-static bool has_elements(const tpu_tensor *t) {
-  for (int i = 0; i < t->ndim; i++)
-    if (t->sizes[i] == 0)
-      return false;
-  return true;
-}
-
 /* Visits the byte offset of every element of host view t, row-major. */
 static void each_element(const tpu_tensor *t, void (*visit)(char *elem, void *ctx), void *ctx) {
   int64_t index[TPU_MAX_DIMS] = {0}, size = (int64_t)tpu_dtype_size(t->dtype);
@@ -259,7 +252,7 @@ static bool copy_direct(const tpu_op_call *call, tpu_status *st) {
 static tpu_status pjrt_op_run(const tpu_op_call *call) {
   bool writes = false; /* an output with elements (absent ones are empty) */
   for (int o = call->n_inputs; o < call->n_inputs + call->n_outputs; o++)
-    writes |= has_elements(&call->tensors[o]);
+    writes |= tpu_tensor_numel(&call->tensors[o]) > 0;
   if (!writes)
     return TPU_OK;
   tpu_status st;
@@ -285,7 +278,7 @@ static bool in_module(const tpu_op_call *c) {
   if (!tpu_pjrt_lowerable(c))
     return false;
   for (int o = c->n_inputs; o < c->n_inputs + c->n_outputs; o++)
-    if (!c->tensors[o].buf && has_elements(&c->tensors[o]))
+    if (!c->tensors[o].buf && tpu_tensor_numel(&c->tensors[o]) > 0)
       return false;
   return true;
 }

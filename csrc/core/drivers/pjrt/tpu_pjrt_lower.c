@@ -34,15 +34,13 @@ static bool is_elementwise(tpu_op_id op) {
   }
 }
 
-static bool has_elements(const tpu_tensor *t) {
-  for (int i = 0; i < t->ndim; i++)
-    if (t->sizes[i] == 0)
-      return false;
-  return true;
-}
-
 bool tpu_pjrt_lowerable(const tpu_op_call *call) {
   int n = call->n_inputs + call->n_outputs;
+  /* Asked before the launch checks the views: a malformed one is the host's to refuse (its
+   * sizes could overflow the arithmetic below). */
+  for (int i = 0; i < n; i++)
+    if (tpu_tensor_check(&call->tensors[i]) != TPU_OK)
+      return false;
   bool norm = tpu_pjrt_norm_supports(call);
   if (call->n_outputs != 1 && !norm)
     return false;
@@ -55,7 +53,7 @@ bool tpu_pjrt_lowerable(const tpu_op_call *call) {
       return false;
     /* An empty view reads or writes nothing a module could slice: such calls run on the host
      * (or, with an empty output, not at all). */
-    if (t->buf && (!has_elements(t) || !tpu_pjrt_view_supported(t, output)))
+    if (t->buf && (tpu_tensor_numel(t) == 0 || !tpu_pjrt_view_supported(t, output)))
       return false;
   }
   switch (call->op) {

@@ -6,28 +6,21 @@ static bool is_layer_norm(tpu_op_id op) {
   return op == TPU_OP_LAYER_NORM || op == TPU_OP_LAYER_NORM_BACKWARD;
 }
 
-static bool has_elements(const tpu_tensor *t) {
-  for (int i = 0; i < t->ndim; i++)
-    if (t->sizes[i] == 0)
-      return false;
-  return true;
-}
-
 bool tpu_pjrt_norm_absent(const tpu_op_call *call, int i) {
-  return is_layer_norm(call->op) && !has_elements(&call->tensors[i]);
+  return is_layer_norm(call->op) && tpu_tensor_numel(&call->tensors[i]) == 0;
 }
 
 /* Layer norm's rows: X (tensors[0], or [1] for the backward) is [M, N] with M, N > 0; the
  * per-row statistics [M]; weights, bias and their gradients [N] or absent. */
 static bool layer_norm_supported(const tpu_op_call *call) {
   const tpu_tensor *x = &call->tensors[call->op == TPU_OP_LAYER_NORM ? 0 : 1];
-  if (x->ndim != 2 || !has_elements(x))
+  if (x->ndim != 2 || tpu_tensor_numel(x) == 0)
     return false;
   for (int i = 0; i < call->n_inputs + call->n_outputs; i++) {
     const tpu_tensor *t = &call->tensors[i];
     if (!tpu_dtype_is_floating(t->dtype))
       return false;
-    if (!has_elements(t))
+    if (tpu_tensor_numel(t) == 0)
       continue;
     bool rows = t->ndim == 2 && tpu_tensor_same_sizes(t, x);
     bool per_row = t->ndim == 1 && t->sizes[0] == x->sizes[0];
