@@ -123,3 +123,13 @@ def test_scalar_arguments_give_each_call_its_value() -> None:
     results = [(x * 1.0 + alpha).cpu() for alpha in (0.5, 1.5, 2.5)]
     for alpha, got in zip((0.5, 1.5, 2.5), results, strict=True):
         torch.testing.assert_close(got, x.cpu() + alpha)
+
+
+@pjrt_only
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int64])
+def test_arange_runs_on_the_device(dtype: torch.dtype, eager_mode: str) -> None:
+    torch.tpu.reset_op_stats()
+    for args in ((7,), (2, 30, 3), (-1, 1, 0.25) if dtype.is_floating_point else (-5, 5, 2)):
+        got = torch.arange(*args, dtype=dtype, device="tpu").cpu()
+        torch.testing.assert_close(got, torch.arange(*args, dtype=dtype), rtol=0, atol=0)
+    assert "arange" not in torch.tpu.op_stats()["driver_fallback"]

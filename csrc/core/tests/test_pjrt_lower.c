@@ -1,6 +1,7 @@
 /* The PJRT driver's lowering without a plugin: op calls over contiguous, transposed, sliced and
  * expanded views become StableHLO text whose arguments and results follow the storages; equal
- * calls give equal text whatever their runtime scalars (the executable cache's key); calls the
+ * calls give equal text whatever their runtime scalars (the executable cache's key); a bounds
+ * check becomes a flag result; calls the
  * driver cannot lower are refused up front. Under the sanitizers this covers the emitter's string
  * building and view arithmetic. With TORCH_TPU_PJRT_PLUGIN set, each module also compiles. */
 #include <stdlib.h>
@@ -105,6 +106,15 @@ static void test_families(void) {
   softmax->tensors[1] = matrix(b, TPU_FLOAT32, ROWS, COLS, COLS, 1, 0);
   softmax->scalars[0].i = 1;
   free(lower(softmax, 2, 1));
+  tpu_op_call *select = tpu_op_call_new(TPU_OP_INDEX_SELECT, 2, 1);
+  select->tensors[0] = matrix(a, TPU_FLOAT32, ROWS, COLS, COLS, 1, 0);
+  select->tensors[1] = matrix(b, TPU_INT64, 3, 1, 1, 1, 0);
+  select->tensors[1].ndim = 1;
+  select->tensors[2] = matrix(c, TPU_FLOAT32, 3, COLS, COLS, 1, 0);
+  char *text = lower(select, 3, 2); /* c's result and the bounds flag, which forbids donation */
+  CHECK(text && strstr(text, "stablehlo.gather") && !strstr(text, "tf.aliasing_output"));
+  free(text);
+  tpu_op_call_free(select);
   tpu_op_call *copy = tpu_op_call_new(TPU_OP_COPY, 1, 1);
   copy->tensors[0] = matrix(a, TPU_FLOAT64, ROWS, COLS, COLS, 1, 0);
   copy->tensors[1] = matrix(b, TPU_BOOL, ROWS, COLS, 1, ROWS, 0);

@@ -171,15 +171,42 @@ static tpu_status bind_args(const tpu_pjrt_program *p, PJRT_Buffer **bufs, bool 
   return TPU_OK;
 }
 
-/* Stores each result: a storage's next contents, or elements copied into a host view. */
+/* The message of the first check result that is set, or NULL (or an error reading one). */
+static tpu_status failed_check(const tpu_pjrt_program *p, PJRT_Buffer **outs, const char **why) {
+  *why = NULL;
+  for (int i = 0; i < p->n_results && !*why; i++) {
+    uint8_t flag = 0;
+    if (!p->results[i].check)
+      continue;
+    tpu_status st = tpu_pjrt_buffer_to_host(client, outs[i], &flag, 1);
+    if (st != TPU_OK)
+      return st;
+    if (flag)
+      *why = p->messages[p->results[i].check - 1];
+  }
+  return TPU_OK;
+}
+
+/* Stores each result: a storage's next contents, or elements copied into a host view; none when a
+ * check failed (the run then changes nothing). */
 static tpu_status take_results(const tpu_pjrt_program *p, PJRT_Buffer **outs) {
-  tpu_status st = TPU_OK;
+  const char *why;
+  tpu_status st = failed_check(p, outs, &why);
+  if (st != TPU_OK || why) {
+    for (int i = 0; i < p->n_results; i++)
+      tpu_pjrt_buffer_destroy(client, outs[i]);
+    return st != TPU_OK ? st : tpu_error(TPU_ERR_INDEX, "%s", why);
+  }
   for (int i = 0; i < p->n_results; i++) {
     const tpu_pjrt_result *r = &p->results[i];
     if (r->storage) {
       tpu_status set = tpu_pjrt_storage_set(client, tpu_buffer_memory(r->storage),
                                             tpu_buffer_nbytes(r->storage), outs[i]);
       st = st == TPU_OK ? set : st;
+      continue;
+    }
+    if (r->check) {
+      tpu_pjrt_buffer_destroy(client, outs[i]);
       continue;
     }
     size_t bytes = dense_bytes(r->host);

@@ -219,6 +219,16 @@ tpu_hlo_value tpu_hlo_constant(tpu_hlo *h, tpu_hlo_elem elem, const char *litera
   return v;
 }
 
+tpu_hlo_value tpu_hlo_iota(tpu_hlo *h, tpu_hlo_elem elem, int64_t n) {
+  tpu_hlo_value v = new_value(h, elem, 1, &n);
+  emit(h, "    ");
+  emit_name(h, &v);
+  emit(h, " = \"stablehlo.iota\"() {iota_dimension = 0 : i64} : () -> ");
+  emit_type(h, &v);
+  emit(h, "\n");
+  return v;
+}
+
 tpu_hlo_value tpu_hlo_unary(tpu_hlo *h, const char *op, tpu_hlo_value x) {
   char name[64];
   snprintf(name, sizeof name, "stablehlo.%s", op);
@@ -389,6 +399,30 @@ tpu_hlo_value tpu_hlo_dot(tpu_hlo *h, tpu_hlo_value a, tpu_hlo_value b, bool sum
             "rhs_batching_dimensions = [0], lhs_contracting_dimensions = [2], "
             "rhs_contracting_dimensions = [1]>");
   emit(h, ", precision_config = [#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]}");
+  end_op(h, &r, ops, 2);
+  return r;
+}
+
+tpu_hlo_value tpu_hlo_take(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value index, int dim) {
+  int64_t column[2] = {index.dims[0], 1}, dims[TPU_MAX_DIMS + 1], slice[TPU_MAX_DIMS + 1];
+  int64_t offset_dims[TPU_MAX_DIMS + 1], collapsed = dim;
+  tpu_hlo_value starts = tpu_hlo_reshape(h, index, 2, column);
+  for (int i = 0, n = 0; i < x.rank; i++) {
+    dims[i] = i == dim ? index.dims[0] : x.dims[i];
+    slice[i] = i == dim ? 1 : x.dims[i];
+    if (i != dim)
+      offset_dims[n++] = i;
+  }
+  tpu_hlo_value r = new_value(h, x.elem, x.rank, dims);
+  const tpu_hlo_value *ops[] = {&x, &starts};
+  begin_op(h, &r, "stablehlo.gather", ops, 2);
+  emit(h, " {dimension_numbers = #stablehlo.gather<offset_dims = [");
+  for (int i = 0; i + 1 < x.rank; i++)
+    emit(h, "%s%lld", i ? ", " : "", (long long)offset_dims[i]);
+  emit(h, "], collapsed_slice_dims = [%lld], start_index_map = [%lld], index_vector_dim = 1>, ",
+       (long long)collapsed, (long long)collapsed);
+  emit_i64s(h, "slice_sizes", slice, x.rank);
+  emit(h, ", indices_are_sorted = false}");
   end_op(h, &r, ops, 2);
   return r;
 }

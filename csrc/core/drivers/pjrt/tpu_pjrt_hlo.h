@@ -77,6 +77,9 @@ tpu_hlo_value tpu_hlo_convert(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_elem elem);
 tpu_hlo_value tpu_hlo_bitcast(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_elem elem, int rank,
                               const int64_t *dims);
 
+/* 0, 1, 2, ... along dimension 0 of a rank-1 value of `n` elements. */
+tpu_hlo_value tpu_hlo_iota(tpu_hlo *h, tpu_hlo_elem elem, int64_t n);
+
 /* Shape ops. */
 tpu_hlo_value tpu_hlo_reshape(tpu_hlo *h, tpu_hlo_value x, int rank, const int64_t *dims);
 tpu_hlo_value tpu_hlo_transpose(tpu_hlo *h, tpu_hlo_value x, const int64_t *perm);
@@ -95,6 +98,10 @@ tpu_hlo_value tpu_hlo_update_slice(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value up
  * batches summed when `sum_batches`. */
 tpu_hlo_value tpu_hlo_dot(tpu_hlo *h, tpu_hlo_value a, tpu_hlo_value b, bool sum_batches,
                           tpu_hlo_elem elem);
+
+/* x's slices along `dim` at `index` (a rank-1 int64 value of in-range positions): x's dims with
+ * dims[dim] replaced by the index's length. */
+tpu_hlo_value tpu_hlo_take(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value index, int dim);
 
 /* How tpu_hlo_reduce combines two elements. */
 typedef enum tpu_hlo_combine {

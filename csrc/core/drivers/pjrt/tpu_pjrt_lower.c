@@ -1,9 +1,11 @@
 #include "drivers/pjrt/tpu_pjrt_lower.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "drivers/pjrt/tpu_pjrt_lower_ew.h"
+#include "drivers/pjrt/tpu_pjrt_lower_index.h"
 #include "drivers/pjrt/tpu_pjrt_lower_matmul.h"
 #include "drivers/pjrt/tpu_pjrt_lower_norm.h"
 #include "drivers/pjrt/tpu_pjrt_lower_reduce.h"
@@ -61,9 +63,11 @@ bool tpu_pjrt_lowerable(const tpu_op_call *call) {
     return call->tensors[0].buf || call->tensors[1].buf; /* host to host is not the chip's */
   case TPU_OP_FILL:
     return true;
+  case TPU_OP_ARANGE:
+    return call->tensors[0].ndim == 1 && call->tensors[0].dtype != TPU_BOOL;
   default:
     return tpu_pjrt_matmul_supports(call) || tpu_pjrt_reduce_supports(call) ||
-           tpu_pjrt_norm_supports(call) ||
+           tpu_pjrt_norm_supports(call) || tpu_pjrt_index_supports(call) ||
            (is_elementwise(call->op) && call->n_inputs <= 4 &&
             tpu_pjrt_ew_supports(call->op, call->compute));
   }
@@ -155,18 +159,47 @@ static void write_output(lowering *l, const tpu_tensor *t, tpu_hlo_value value) 
   l->written[s] = true;
 }
 
-/* One result per written storage; each argument that held one donates its buffer to it. */
+/* A flag result: nonzero makes the run fail with `message` (an IndexError). */
+static void add_check(lowering *l, tpu_hlo_value flag, const char *message) {
+  tpu_pjrt_program *p = l->p;
+  if (p->n_messages == TPU_PJRT_MAX_RUN || p->n_results == TPU_HLO_MAX_RESULTS) {
+    l->h.failed = true;
+    return;
+  }
+  snprintf(p->messages[p->n_messages], TPU_PJRT_MESSAGE_LEN, "%s", message);
+  p->results[p->n_results++] = (tpu_pjrt_result){.check = ++p->n_messages};
+  tpu_hlo_result(&l->h, flag);
+}
+
+/* One result per written storage; each argument that held one donates its buffer to it, unless
+ * a check may fail the run. */
 static void finish_results(lowering *l) {
   for (int s = 0; s < l->n_storages; s++) {
     if (!l->written[s])
       continue;
     int r = l->p->n_results;
-    if (l->arg_of[s] >= 0)
+    if (l->arg_of[s] >= 0 && l->p->n_messages == 0)
       l->h.arg_alias[l->arg_of[s]] = r;
     if (r < TPU_HLO_MAX_RESULTS)
       l->p->results[l->p->n_results++] = (tpu_pjrt_result){.storage = l->storage[s]};
     tpu_hlo_result(&l->h, l->bytes[s]);
   }
+}
+
+/* start + i * step as PyTorch CPU's loop computes it (ops/tpu_ops_index.h): in float64 for
+ * float32 and float64, float32 for float16 and bfloat16, wrapping int64 for integers. */
+static void lower_arange(lowering *l, const tpu_tensor *out) {
+  bool floating = tpu_dtype_is_floating(out->dtype);
+  tpu_dtype work = !floating                    ? TPU_INT64
+                   : tpu_dtype_size(out->dtype) == 2 ? TPU_FLOAT32
+                                                     : TPU_FLOAT64;
+  tpu_hlo_value start = scalar_arg(l, floating ? 0 : 2, floating);
+  tpu_hlo_value step = scalar_arg(l, floating ? 1 : 3, floating);
+  tpu_hlo_value i = tpu_hlo_iota(&l->h, work, out->sizes[0]);
+  start = tpu_hlo_splat(&l->h, tpu_hlo_convert(&l->h, start, work), &i);
+  step = tpu_hlo_splat(&l->h, tpu_hlo_convert(&l->h, step, work), &i);
+  write_output(l, out, tpu_hlo_binary(&l->h, "add", start, tpu_hlo_binary(&l->h, "multiply", i,
+                                                                           step)));
 }
 
 static void lower_fill(lowering *l, const tpu_tensor *out) {
@@ -185,8 +218,17 @@ static void lower_call(lowering *l, const tpu_op_call *call) {
   const tpu_tensor *out = &call->tensors[call->n_inputs];
   if (call->op == TPU_OP_FILL) {
     lower_fill(l, out);
+  } else if (call->op == TPU_OP_ARANGE) {
+    lower_arange(l, out);
   } else if (call->op == TPU_OP_COPY) {
     write_output(l, out, broadcast_to(l, read_input(l, &call->tensors[0]), out));
+  } else if (tpu_pjrt_index_supports(call)) {
+    tpu_hlo_value in[2] = {read_input(l, &call->tensors[0]), read_input(l, &call->tensors[1])};
+    tpu_hlo_value bad;
+    write_output(l, out, tpu_pjrt_index_emit(&l->h, call, in, &bad));
+    char message[TPU_PJRT_MESSAGE_LEN];
+    tpu_pjrt_index_message(call, message, sizeof message);
+    add_check(l, bad, message);
   } else if (tpu_pjrt_norm_supports(call)) {
     tpu_hlo_value in[5], outs[3];
     for (int i = 0; i < call->n_inputs; i++)

@@ -15,6 +15,9 @@
 #include "drivers/pjrt/tpu_pjrt_hlo.h"
 #include "ops/tpu_op.h"
 
+/* Calls one module may hold: a fused graph is lowered in runs of at most this many nodes. */
+#define TPU_PJRT_MAX_RUN 32
+
 typedef struct tpu_pjrt_arg {
   tpu_buffer *storage;     /* a storage's bytes, or NULL: */
   const tpu_tensor *host;  /* a host operand, packed dense at run time, or NULL: */
@@ -24,8 +27,12 @@ typedef struct tpu_pjrt_arg {
 
 typedef struct tpu_pjrt_result {
   tpu_buffer *storage;     /* the storage whose next contents this is, or NULL: */
-  const tpu_tensor *host;  /* the host view the (dense) result is copied into */
+  const tpu_tensor *host;  /* the host view the (dense) result is copied into, or NULL: */
+  int check;               /* 1 + the index of a message: a uint8 flag, nonzero when a call's
+                              input was invalid (an index out of range) and the run must fail */
 } tpu_pjrt_result;
+
+#define TPU_PJRT_MESSAGE_LEN 160
 
 typedef struct tpu_pjrt_program {
   char *text; /* the module, malloc'd */
@@ -33,13 +40,13 @@ typedef struct tpu_pjrt_program {
   int n_args, n_results;
   tpu_pjrt_arg args[TPU_HLO_MAX_ARGS];
   tpu_pjrt_result results[TPU_HLO_MAX_RESULTS];
+  int n_messages; /* the checks' IndexError messages; a program with checks donates nothing, so
+                     a failed run leaves every storage as it was */
+  char messages[TPU_PJRT_MAX_RUN][TPU_PJRT_MESSAGE_LEN];
 } tpu_pjrt_program;
 
 /* Whether `call` lowers (its op, dtypes and views), judged without building the module. */
 bool tpu_pjrt_lowerable(const tpu_op_call *call);
-
-/* Calls one module may hold: a fused graph is lowered in runs of at most this many nodes. */
-#define TPU_PJRT_MAX_RUN 32
 
 /* Lowers calls[0..n) (1 <= n <= TPU_PJRT_MAX_RUN, in order) into one program, *out (freed with
  * tpu_pjrt_program_free). TPU_ERR_NOT_IMPLEMENTED for a call tpu_pjrt_lowerable refuses, or for
