@@ -3,7 +3,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct entry {
   struct entry *next;
@@ -17,7 +16,6 @@ typedef struct entry {
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static entry *buckets[BUCKETS];
-static tpu_pjrt_cache_stats stats;
 
 /* FNV-1a. */
 static uint64_t hash_text(const char *text, size_t len) {
@@ -25,12 +23,6 @@ static uint64_t hash_text(const char *text, size_t len) {
   for (size_t i = 0; i < len; i++)
     h = (h ^ (unsigned char)text[i]) * 0x100000001b3ull;
   return h;
-}
-
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 tpu_status tpu_pjrt_cache_get(const tpu_pjrt_client *client, const char *text, size_t len,
@@ -41,7 +33,6 @@ tpu_status tpu_pjrt_cache_get(const tpu_pjrt_client *client, const char *text, s
   entry **bucket = &buckets[h % BUCKETS];
   for (entry *e = *bucket; e; e = e->next) {
     if (e->hash == h && e->len == len && memcmp(e->text, text, len) == 0) {
-      stats.hits++;
       *out = e->exe;
       pthread_mutex_unlock(&mu);
       return TPU_OK;
@@ -51,7 +42,6 @@ tpu_status tpu_pjrt_cache_get(const tpu_pjrt_client *client, const char *text, s
   char *copy = malloc(len + 1);
   tpu_status st = e && copy ? TPU_OK
                             : tpu_error(TPU_ERR_OUT_OF_MEMORY, "out of host memory for an executable");
-  double start = now_seconds();
   if (st == TPU_OK)
     st = tpu_pjrt_executable_compile(client, text, len, &e->exe);
   if (st != TPU_OK) {
@@ -60,8 +50,6 @@ tpu_status tpu_pjrt_cache_get(const tpu_pjrt_client *client, const char *text, s
     pthread_mutex_unlock(&mu);
     return st;
   }
-  stats.compiles++;
-  stats.compile_seconds += now_seconds() - start;
   memcpy(copy, text, len);
   copy[len] = '\0';
   e->text = copy;
@@ -72,10 +60,4 @@ tpu_status tpu_pjrt_cache_get(const tpu_pjrt_client *client, const char *text, s
   *out = e->exe;
   pthread_mutex_unlock(&mu);
   return TPU_OK;
-}
-
-void tpu_pjrt_cache_get_stats(tpu_pjrt_cache_stats *out) {
-  pthread_mutex_lock(&mu);
-  *out = stats;
-  pthread_mutex_unlock(&mu);
 }

@@ -5,20 +5,11 @@
 #define TPU_PJRT_CACHE_H
 
 #include <stddef.h>
-#include <stdint.h>
 
 #include "drivers/pjrt/tpu_pjrt_executable.h"
 
 /* The executable compiled from `text`, compiling it on first use. */
 tpu_status tpu_pjrt_cache_get(const tpu_pjrt_client *client, const char *text, size_t len,
                               const tpu_pjrt_executable **out);
-
-/* Compiles and cache hits since start, and the seconds the compiles took. */
-typedef struct tpu_pjrt_cache_stats {
-  uint64_t compiles, hits;
-  double compile_seconds;
-} tpu_pjrt_cache_stats;
-
-void tpu_pjrt_cache_get_stats(tpu_pjrt_cache_stats *stats);
 
 #endif

@@ -18,7 +18,6 @@ typedef struct record {
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static record *records;
 static size_t n_records, cap_records;
-static size_t held_bytes;
 
 /* The index of the first record whose end lies after `addr`. */
 static size_t first_ending_after(uintptr_t addr) {
@@ -38,7 +37,6 @@ static size_t drop_overlapping(const tpu_pjrt_client *client, uintptr_t lo, uint
   size_t first = first_ending_after(lo), end = first;
   while (end < n_records && records[end].base < hi) {
     tpu_pjrt_buffer_destroy(client, records[end].buffer);
-    held_bytes -= records[end].nbytes;
     end++;
   }
   memmove(records + first, records + end, (n_records - end) * sizeof *records);
@@ -66,7 +64,6 @@ static bool insert(size_t at, uintptr_t base, size_t nbytes, PJRT_Buffer *buffer
   memmove(records + at + 1, records + at, (n_records - at) * sizeof *records);
   records[at] = (record){base, nbytes, buffer};
   n_records++;
-  held_bytes += nbytes;
   return true;
 }
 
@@ -114,11 +111,4 @@ void tpu_pjrt_storage_discard(const tpu_pjrt_client *client, const void *ptr, si
   pthread_mutex_lock(&mu);
   drop_overlapping(client, addr, addr + bytes);
   pthread_mutex_unlock(&mu);
-}
-
-size_t tpu_pjrt_storage_bytes(void) {
-  pthread_mutex_lock(&mu);
-  size_t bytes = held_bytes;
-  pthread_mutex_unlock(&mu);
-  return bytes;
 }

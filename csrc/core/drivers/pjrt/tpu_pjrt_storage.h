@@ -28,7 +28,4 @@ tpu_status tpu_pjrt_storage_set(const tpu_pjrt_client *client, const void *base,
 /* Destroys the buffers of every storage inside [ptr, ptr + bytes): the range holds none any more. */
 void tpu_pjrt_storage_discard(const tpu_pjrt_client *client, const void *ptr, size_t bytes);
 
-/* Bytes the recorded buffers hold. */
-size_t tpu_pjrt_storage_bytes(void);
-
 #endif
