@@ -133,3 +133,55 @@ def test_arange_runs_on_the_device(dtype: torch.dtype, eager_mode: str) -> None:
         got = torch.arange(*args, dtype=dtype, device="tpu").cpu()
         torch.testing.assert_close(got, torch.arange(*args, dtype=dtype), rtol=0, atol=0)
     assert "arange" not in torch.tpu.op_stats()["driver_fallback"]
+
+
+CACHE_SCRIPT = (
+    "import torch, torch_tpu\n"
+    "x = torch.arange(12, dtype=torch.float32, device='tpu').reshape(3, 4)\n"
+    "print('OUT', (torch.softmax(x, 1) * 3 + x).sum(0).cpu().tolist())\n"
+    "s = torch.tpu.compile_cache_stats()\n"
+    "print('STATS', s['executables_compiled'], s['executables_loaded'], s['executables_stored'])\n"
+)
+
+
+def run_cached(cache_dir: str, **env: str) -> tuple[str, list[int]]:
+    done = run_python(CACHE_SCRIPT, TORCH_TPU_CACHE_DIR=cache_dir, **env)
+    assert done.returncode == 0, done.stderr
+    lines = dict(line.split(" ", 1) for line in done.stdout.splitlines())
+    return lines["OUT"], [int(n) for n in lines["STATS"].split()]
+
+
+@pjrt_only
+def test_a_second_process_loads_executables_from_the_disk_cache(tmp_path) -> None:
+    out, (compiled, loaded, stored) = run_cached(str(tmp_path))
+    assert compiled > 0 and loaded == 0 and stored == compiled
+    again, (compiled2, loaded2, stored2) = run_cached(str(tmp_path))
+    assert again == out
+    assert (compiled2, loaded2, stored2) == (0, compiled, 0)  # nothing compiled the second time
+
+
+@pjrt_only
+def test_corrupt_cache_files_are_compiled_again(tmp_path) -> None:
+    out, (compiled, _, _) = run_cached(str(tmp_path))
+    files = list(tmp_path.glob("pjrt-*/*.xla"))
+    assert len(files) == compiled
+    for i, f in enumerate(files):  # a truncated file, garbage, a file of another layout
+        data = f.read_bytes()
+        bad = [data[: len(data) // 2], b"x" * 64, b"TPUXLA99" + data[8:]]
+        f.write_bytes(bad[i % 3])
+    again, (compiled2, loaded2, stored2) = run_cached(str(tmp_path))
+    assert again == out
+    assert (compiled2, loaded2, stored2) == (compiled, 0, compiled)
+
+
+@pjrt_only
+def test_the_disk_cache_can_be_turned_off_and_an_unwritable_one_warns(tmp_path) -> None:
+    out, (compiled, loaded, stored) = run_cached(str(tmp_path), TORCH_TPU_DISK_CACHE="0")
+    assert (loaded, stored) == (0, 0) and compiled > 0
+    assert not list(tmp_path.iterdir())
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    done = run_python(CACHE_SCRIPT, TORCH_TPU_CACHE_DIR=str(blocker / "cache"))
+    assert done.returncode == 0, done.stderr
+    assert "disk cache cannot make the directory" in done.stderr
+    assert f"OUT {out}" in done.stdout

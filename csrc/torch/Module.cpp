@@ -108,6 +108,18 @@ py::dict compile_cache_stats() {
   stats["capacity"] = s.capacity;
   stats["plan_us"] = s.plan_us;
   stats["compile_us"] = s.compile_us;
+  // A compiling driver (PJRT) also reports its executables; the host driver has none.
+  auto executable_stats =
+      reinterpret_cast<tpu_proc_executable_stats>(tpu_driver_proc(TPU_PROC_EXECUTABLE_STATS));
+  if (executable_stats) {
+    tpu_executable_stats e{};
+    executable_stats(&e);
+    stats["executables_compiled"] = e.compiles;
+    stats["executables_loaded"] = e.disk_loads;
+    stats["executables_stored"] = e.disk_stores;
+    stats["executable_compile_us"] = e.compile_us;
+    stats["executable_load_us"] = e.load_us;
+  }
   return stats;
 }
 
@@ -310,6 +322,11 @@ PYBIND11_MODULE(_C, m) {
     tpu_compile_cache* cache = tpu_compile_cache_global();
     if (cache) {
       tpu_compile_cache_reset_stats(cache);
+    }
+    auto reset = reinterpret_cast<tpu_proc_reset_executable_stats>(
+        tpu_driver_proc(TPU_PROC_RESET_EXECUTABLE_STATS));
+    if (reset) {
+      reset();
     }
   });
   m.def("_dump_pending_graph", [](int device, bool dot) {

@@ -52,6 +52,12 @@ static const tpu_env_var registry[] = {
      "an installed Python package holding one. Unset, torch_tpu looks for libtpu, then "
      "jax-cuda12-pjrt, then lammps-jax-pjrt-cpu (XLA's CPU plugin) among the installed packages.",
      TPU_ENV_EXPERIMENTAL},
+    {"TORCH_TPU_CACHE_DIR", "$XDG_CACHE_HOME/torch_tpu, else ~/.cache/torch_tpu",
+     "Directory of the on-disk compile cache: the PJRT driver keeps each compiled executable "
+     "there (one subdirectory per plugin build), so later processes load it instead of compiling.",
+     TPU_ENV_STABLE},
+    {"TORCH_TPU_DISK_CACHE", "1", "0 keeps compiled executables in memory only (no disk cache).",
+     TPU_ENV_STABLE},
 };
 
 const tpu_env_var *tpu_env_list(size_t *count) {

@@ -90,6 +90,8 @@ typedef struct tpu_driver_i {
 #define TPU_PROC_BLAS_INFO "blas_info"           /* void (char *buf, size_t len) */
 #define TPU_PROC_SET_BLAS_PATH "set_blas_path"   /* void (const char *): a CBLAS library */
 #define TPU_PROC_USE_F32_KERNEL "use_f32_kernel" /* void (bool): fp32 GEMMs on the own kernel */
+#define TPU_PROC_EXECUTABLE_STATS "executable_stats" /* void (tpu_executable_stats *) */
+#define TPU_PROC_RESET_EXECUTABLE_STATS "reset_executable_stats" /* void (void) */
 
 typedef void (*tpu_proc_set_threads)(int threads);
 typedef bool (*tpu_proc_has_nonfinite)(const tpu_tensor *t);
@@ -105,6 +107,14 @@ typedef struct tpu_graph_run_stats {
 } tpu_graph_run_stats;
 typedef void (*tpu_proc_graph_stats)(tpu_graph_run_stats *stats);
 typedef void (*tpu_proc_reset_graph_stats)(void);
+
+/* What a compiling driver's executable cache did since start or reset: executables compiled,
+ * loaded from and written to its disk cache, and the microseconds compiling and loading took. */
+typedef struct tpu_executable_stats {
+  uint64_t compiles, disk_loads, disk_stores, compile_us, load_us;
+} tpu_executable_stats;
+typedef void (*tpu_proc_executable_stats)(tpu_executable_stats *stats);
+typedef void (*tpu_proc_reset_executable_stats)(void);
 
 /* Most drivers one process registers. */
 #define TPU_MAX_DRIVERS 8

@@ -81,7 +81,11 @@ def reset_fused_stats() -> None:
 
 def compile_cache_stats() -> dict[str, int]:
     """The shared compile cache: hits, misses, compiles, evictions, entries, capacity, and
-    plan_us / compile_us (microseconds spent looking graphs up and planning misses)."""
+    plan_us / compile_us (microseconds spent looking graphs up and planning misses).
+
+    On a compiling driver (PJRT) also its executables since start or reset: executables_compiled,
+    executables_loaded (from the disk cache, TORCH_TPU_CACHE_DIR), executables_stored (written
+    there), and executable_compile_us / executable_load_us (microseconds those took)."""
     return _C._compile_cache_stats()
 
 

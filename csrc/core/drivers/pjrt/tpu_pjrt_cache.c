@@ -3,6 +3,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include "drivers/pjrt/tpu_pjrt_disk_cache.h"
 
 typedef struct entry {
   struct entry *next;
@@ -16,6 +19,34 @@ typedef struct entry {
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static entry *buckets[BUCKETS];
+static tpu_executable_stats stats; /* guarded by mu */
+
+static uint64_t now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* The executable of `text`: from disk, else compiled (and written to disk). */
+static tpu_status make_executable(const tpu_pjrt_client *client, const char *text, size_t len,
+                                  uint64_t h, tpu_pjrt_executable **out) {
+  uint64_t start = now_us();
+  tpu_pjrt_disk_cache_load(client, text, len, h, out);
+  if (*out) {
+    stats.disk_loads++;
+    stats.load_us += now_us() - start;
+    return TPU_OK;
+  }
+  start = now_us();
+  tpu_status st = tpu_pjrt_executable_compile(client, text, len, out);
+  if (st != TPU_OK)
+    return st;
+  stats.compiles++;
+  stats.compile_us += now_us() - start;
+  if (tpu_pjrt_disk_cache_store(*out, text, len, h))
+    stats.disk_stores++;
+  return TPU_OK;
+}
 
 /* FNV-1a. */
 static uint64_t hash_text(const char *text, size_t len) {
@@ -43,7 +74,7 @@ tpu_status tpu_pjrt_cache_get(const tpu_pjrt_client *client, const char *text, s
   tpu_status st = e && copy ? TPU_OK
                             : tpu_error(TPU_ERR_OUT_OF_MEMORY, "out of host memory for an executable");
   if (st == TPU_OK)
-    st = tpu_pjrt_executable_compile(client, text, len, &e->exe);
+    st = make_executable(client, text, len, h, &e->exe);
   if (st != TPU_OK) {
     free(copy);
     free(e);
@@ -60,4 +91,16 @@ tpu_status tpu_pjrt_cache_get(const tpu_pjrt_client *client, const char *text, s
   *out = e->exe;
   pthread_mutex_unlock(&mu);
   return TPU_OK;
+}
+
+void tpu_pjrt_cache_stats(tpu_executable_stats *out) {
+  pthread_mutex_lock(&mu);
+  *out = stats;
+  pthread_mutex_unlock(&mu);
+}
+
+void tpu_pjrt_cache_reset_stats(void) {
+  pthread_mutex_lock(&mu);
+  memset(&stats, 0, sizeof stats);
+  pthread_mutex_unlock(&mu);
 }

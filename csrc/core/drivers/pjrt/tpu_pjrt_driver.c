@@ -9,6 +9,7 @@
 #include "base/tpu_env.h"
 #include "drivers/pjrt/tpu_pjrt_buffer.h"
 #include "drivers/pjrt/tpu_pjrt_cache.h"
+#include "drivers/pjrt/tpu_pjrt_disk_cache.h"
 #include "drivers/pjrt/tpu_pjrt_error.h"
 #include "drivers/pjrt/tpu_pjrt_lower.h"
 #include "drivers/pjrt/tpu_pjrt_plugin.h"
@@ -60,6 +61,11 @@ static void start(void) {
     init_status = tpu_pjrt_client_create(api, &client);
   if (init_status == TPU_OK)
     init_status = describe_platform();
+  if (init_status == TPU_OK) {
+    char identity[sizeof platform + sizeof version + 2];
+    snprintf(identity, sizeof identity, "%s %s", platform, version);
+    tpu_pjrt_disk_cache_open(client, path, identity);
+  }
   if (init_status != TPU_OK)
     snprintf(init_message, sizeof init_message, "%s", tpu_last_error());
 }
@@ -387,6 +393,14 @@ static tpu_status pjrt_graph_run(const void *p, const tpu_graph *g) {
   return TPU_OK;
 }
 
+static tpu_proc pjrt_proc(const char *name) {
+  if (strcmp(name, TPU_PROC_EXECUTABLE_STATS) == 0)
+    return (tpu_proc)tpu_pjrt_cache_stats;
+  if (strcmp(name, TPU_PROC_RESET_EXECUTABLE_STATS) == 0)
+    return (tpu_proc)tpu_pjrt_cache_reset_stats;
+  return NULL;
+}
+
 static const tpu_driver_i pjrt_driver = {
     .name = "pjrt",
     .init = pjrt_init,
@@ -400,6 +414,7 @@ static const tpu_driver_i pjrt_driver = {
     .graph_free = pjrt_graph_free,
     .graph_run = pjrt_graph_run,
     .graph_step = pjrt_graph_step,
+    .get_proc_address = pjrt_proc,
 };
 
 const tpu_driver_i *tpu_pjrt_driver(void) { return &pjrt_driver; }

@@ -3,6 +3,7 @@
 #ifndef TPU_PJRT_EXECUTABLE_H
 #define TPU_PJRT_EXECUTABLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "base/tpu_status.h"
@@ -18,6 +19,16 @@ typedef struct tpu_pjrt_executable {
  * one partition. A module the plugin rejects is an error with the plugin's message. */
 tpu_status tpu_pjrt_executable_compile(const tpu_pjrt_client *client, const char *text,
                                        size_t size, tpu_pjrt_executable **out);
+
+/* Whether the plugin can serialize executables and load them back. */
+bool tpu_pjrt_executable_can_serialize(const PJRT_Api *api);
+
+/* The plugin's serialization of `exe` in a malloc'd *out of *size bytes (the caller frees it). */
+tpu_status tpu_pjrt_executable_serialize(const tpu_pjrt_executable *exe, char **out, size_t *size);
+
+/* Loads an executable serialized by tpu_pjrt_executable_serialize with the same plugin. */
+tpu_status tpu_pjrt_executable_deserialize(const tpu_pjrt_client *client, const char *bytes,
+                                           size_t size, tpu_pjrt_executable **out);
 
 /* Runs the executable on `inputs` (its parameters, in order) and waits until it has finished;
  * outputs[0..output_count) receive new buffers the caller destroys (tpu_pjrt_buffer_destroy). */

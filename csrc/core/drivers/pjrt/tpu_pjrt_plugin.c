@@ -32,10 +32,6 @@
   X(PJRT_Buffer_Destroy)                                                                           \
   X(PJRT_Buffer_ToHostBuffer)
 
-/* The slot lies inside the plugin's table (read past it is out of bounds) and is set. */
-#define TPU_PJRT_HAS(api, fn)                                                                      \
-  (offsetof(PJRT_Api, fn) + sizeof((api)->fn) <= (api)->struct_size && (api)->fn != NULL)
-
 static pthread_mutex_t plugin_mu = PTHREAD_MUTEX_INITIALIZER;
 static char loaded_path[4096];
 static const PJRT_Api *loaded_api;
