@@ -15,7 +15,8 @@ PJRT_CPU_PLUGIN := lammps-jax-pjrt-cpu==0.11.2
 # runs on the host driver.
 PJRT_TESTS := tests/test_pjrt.py tests/test_ops_elementwise.py tests/test_ops_matmul.py \
 	tests/test_ops_reduce.py tests/test_ops_norm.py tests/test_views.py tests/test_copy.py \
-	tests/test_models.py
+	tests/test_models.py tests/test_ops_nn.py tests/test_ops_attention.py \
+	tests/test_ops_attention_grad.py
 
 .PHONY: setup demo test core-tests core-tests-sanitized core-tests-tsan fault-injection fuzz-core fuzz soak pytest pytest-pjrt lint bench bench-full clean
 

@@ -119,6 +119,8 @@ py::dict compile_cache_stats() {
     stats["executables_stored"] = e.disk_stores;
     stats["executable_compile_us"] = e.compile_us;
     stats["executable_load_us"] = e.load_us;
+    stats["executable_runs"] = e.runs;
+    stats["executable_run_us"] = e.run_us;
   }
   return stats;
 }

@@ -108,10 +108,11 @@ typedef struct tpu_graph_run_stats {
 typedef void (*tpu_proc_graph_stats)(tpu_graph_run_stats *stats);
 typedef void (*tpu_proc_reset_graph_stats)(void);
 
-/* What a compiling driver's executable cache did since start or reset: executables compiled,
- * loaded from and written to its disk cache, and the microseconds compiling and loading took. */
+/* What a compiling driver's executables did since start or reset: executables compiled, loaded
+ * from and written to its disk cache, and the microseconds compiling and loading took; runs of
+ * executables and the microseconds from launch to completion they took. */
 typedef struct tpu_executable_stats {
-  uint64_t compiles, disk_loads, disk_stores, compile_us, load_us;
+  uint64_t compiles, disk_loads, disk_stores, compile_us, load_us, runs, run_us;
 } tpu_executable_stats;
 typedef void (*tpu_proc_executable_stats)(tpu_executable_stats *stats);
 typedef void (*tpu_proc_reset_executable_stats)(void);

@@ -85,7 +85,8 @@ def compile_cache_stats() -> dict[str, int]:
 
     On a compiling driver (PJRT) also its executables since start or reset: executables_compiled,
     executables_loaded (from the disk cache, TORCH_TPU_CACHE_DIR), executables_stored (written
-    there), and executable_compile_us / executable_load_us (microseconds those took)."""
+    there), executable_compile_us / executable_load_us (microseconds those took), and
+    executable_runs / executable_run_us (runs and their time from launch to completion)."""
     return _C._compile_cache_stats()
 
 

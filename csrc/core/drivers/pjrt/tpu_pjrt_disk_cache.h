@@ -18,7 +18,7 @@
 void tpu_pjrt_disk_cache_open(const tpu_pjrt_client *client, const char *plugin_path,
                               const char *platform);
 
-/* The executable of module `text` (`hash` is its hash) loaded from disk, or *out = NULL on a miss. */
+/* The executable of module `text` (`hash`: its hash) loaded from disk, or *out = NULL (a miss). */
 void tpu_pjrt_disk_cache_load(const tpu_pjrt_client *client, const char *text, size_t len,
                               uint64_t hash, tpu_pjrt_executable **out);
 

@@ -1,9 +1,11 @@
 #include "drivers/pjrt/tpu_pjrt_driver.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/tpu_env.h"
@@ -157,8 +159,13 @@ static tpu_status bind_args(const tpu_pjrt_program *p, PJRT_Buffer **bufs, bool 
     owned[i] = !a->storage;
     tpu_status st;
     if (a->storage) {
+      tpu_dtype elem;
       st = tpu_pjrt_storage_get(client, 0, tpu_buffer_memory(a->storage),
-                                tpu_buffer_nbytes(a->storage), &bufs[i]);
+                                tpu_buffer_nbytes(a->storage), &bufs[i], &elem);
+      /* Only another stream writing the storage between lowering and now could change it. */
+      if (st == TPU_OK && elem != a->dtype)
+        st = tpu_error(TPU_ERR_RUNTIME, "a storage changed type while a PJRT module ran on it "
+                       "(written from two streams without synchronization)");
     } else if (a->scalar) {
       st = tpu_pjrt_buffer_from_host(client, 0, a->dtype, NULL, 0, a->scalar, &bufs[i]);
     } else {
@@ -177,8 +184,10 @@ static tpu_status bind_args(const tpu_pjrt_program *p, PJRT_Buffer **bufs, bool 
   return TPU_OK;
 }
 
-/* The message of the first check result that is set, or NULL (or an error reading one). */
-static tpu_status failed_check(const tpu_pjrt_program *p, PJRT_Buffer **outs, const char **why) {
+/* The message of the first check result that is set, or NULL (or an error reading one); *call
+ * receives the index in the run of the call it is about. */
+static tpu_status failed_check(const tpu_pjrt_program *p, PJRT_Buffer **outs, const char **why,
+                               int *call) {
   *why = NULL;
   for (int i = 0; i < p->n_results && !*why; i++) {
     uint8_t flag = 0;
@@ -187,17 +196,19 @@ static tpu_status failed_check(const tpu_pjrt_program *p, PJRT_Buffer **outs, co
     tpu_status st = tpu_pjrt_buffer_to_host(client, outs[i], &flag, 1);
     if (st != TPU_OK)
       return st;
-    if (flag)
+    if (flag) {
       *why = p->messages[p->results[i].check - 1];
+      *call = p->message_call[p->results[i].check - 1];
+    }
   }
   return TPU_OK;
 }
 
 /* Stores each result: a storage's next contents, or elements copied into a host view; none when a
- * check failed (the run then changes nothing). */
-static tpu_status take_results(const tpu_pjrt_program *p, PJRT_Buffer **outs) {
+ * check failed (the run then changes nothing; *failed: the index of the call that failed). */
+static tpu_status take_results(const tpu_pjrt_program *p, PJRT_Buffer **outs, int *failed) {
   const char *why;
-  tpu_status st = failed_check(p, outs, &why);
+  tpu_status st = failed_check(p, outs, &why, failed);
   if (st != TPU_OK || why) {
     for (int i = 0; i < p->n_results; i++)
       tpu_pjrt_buffer_destroy(client, outs[i]);
@@ -207,7 +218,7 @@ static tpu_status take_results(const tpu_pjrt_program *p, PJRT_Buffer **outs) {
     const tpu_pjrt_result *r = &p->results[i];
     if (r->storage) {
       tpu_status set = tpu_pjrt_storage_set(client, tpu_buffer_memory(r->storage),
-                                            tpu_buffer_nbytes(r->storage), outs[i]);
+                                            tpu_buffer_nbytes(r->storage), r->dtype, outs[i]);
       st = st == TPU_OK ? set : st;
       continue;
     }
@@ -228,7 +239,28 @@ static tpu_status take_results(const tpu_pjrt_program *p, PJRT_Buffer **outs) {
   return st;
 }
 
-static tpu_status run_program(const tpu_op_call *first, const tpu_pjrt_program *p) {
+/* Executable runs and their time from launch to completion, for tpu_executable_stats. */
+static atomic_uint_least64_t runs, run_us;
+
+static uint64_t now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void executable_stats(tpu_executable_stats *out) {
+  tpu_pjrt_cache_stats(out);
+  out->runs = atomic_load(&runs);
+  out->run_us = atomic_load(&run_us);
+}
+
+static void reset_executable_stats(void) {
+  tpu_pjrt_cache_reset_stats();
+  atomic_store(&runs, 0);
+  atomic_store(&run_us, 0);
+}
+
+static tpu_status run_program(const tpu_op_call *first, const tpu_pjrt_program *p, int *failed) {
   const tpu_pjrt_executable *exe;
   tpu_status st = tpu_pjrt_cache_get(client, p->text, p->len, &exe);
   if (st != TPU_OK) {
@@ -239,20 +271,26 @@ static tpu_status run_program(const tpu_op_call *first, const tpu_pjrt_program *
   PJRT_Buffer *args[TPU_HLO_MAX_ARGS] = {0}, *outs[TPU_HLO_MAX_RESULTS] = {0};
   bool owned[TPU_HLO_MAX_ARGS] = {0};
   st = bind_args(p, args, owned);
-  if (st == TPU_OK)
+  if (st == TPU_OK) {
+    uint64_t start = now_us();
     st = tpu_pjrt_executable_run(exe, args, (size_t)p->n_args, outs, (size_t)p->n_results);
+    atomic_fetch_add(&runs, 1);
+    atomic_fetch_add(&run_us, now_us() - start);
+  }
   for (int i = 0; i < p->n_args; i++)
     if (owned[i])
       tpu_pjrt_buffer_destroy(client, args[i]);
-  return st == TPU_OK ? take_results(p, outs) : st;
+  return st == TPU_OK ? take_results(p, outs, failed) : st;
 }
 
-/* Lowers and runs calls[0..n) as one module. */
-static tpu_status run_calls(const tpu_op_call *const *calls, int n) {
+/* Lowers and runs calls[0..n) as one module; on an error, *failed is the index of the call it is
+ * about (0 when it is about the whole run). */
+static tpu_status run_calls(const tpu_op_call *const *calls, int n, int *failed) {
   tpu_pjrt_program *p;
+  *failed = 0;
   tpu_status st = tpu_pjrt_lower(calls, n, &p);
   if (st == TPU_OK)
-    st = run_program(calls[0], p);
+    st = run_program(calls[0], p, failed);
   tpu_pjrt_program_free(p);
   return st;
 }
@@ -268,14 +306,16 @@ static bool copy_direct(const tpu_op_call *call, tpu_status *st) {
     return false;
   char *mem = (char *)host->host + host->offset;
   if (dev == dst) {
-    int64_t dims[1] = {(int64_t)nbytes};
+    tpu_dtype elem = tpu_pjrt_view_storage_elem(dev->dtype);
+    int64_t dims[1] = {(int64_t)(nbytes / tpu_dtype_size(elem))};
     PJRT_Buffer *buf;
-    *st = tpu_pjrt_buffer_from_host(client, 0, TPU_UINT8, dims, 1, mem, &buf);
+    *st = tpu_pjrt_buffer_from_host(client, 0, elem, dims, 1, mem, &buf);
     if (*st == TPU_OK)
-      *st = tpu_pjrt_storage_set(client, tpu_buffer_memory(dev->buf), nbytes, buf);
+      *st = tpu_pjrt_storage_set(client, tpu_buffer_memory(dev->buf), nbytes, elem, buf);
   } else {
     PJRT_Buffer *buf;
-    *st = tpu_pjrt_storage_get(client, 0, tpu_buffer_memory(dev->buf), nbytes, &buf);
+    tpu_dtype elem;
+    *st = tpu_pjrt_storage_get(client, 0, tpu_buffer_memory(dev->buf), nbytes, &buf, &elem);
     if (*st == TPU_OK)
       *st = tpu_pjrt_buffer_to_host(client, buf, mem, nbytes);
   }
@@ -291,7 +331,8 @@ static tpu_status pjrt_op_run(const tpu_op_call *call) {
   tpu_status st;
   if (copy_direct(call, &st))
     return st;
-  return run_calls(&call, 1);
+  int failed;
+  return run_calls(&call, 1, &failed);
 }
 
 /* A fused graph's plan: its nodes cut into steps, each a run of lowerable nodes compiled as one
@@ -346,7 +387,9 @@ static bool pjrt_graph_step(const void *p, int i, int *first, int *count) {
   return true;
 }
 
-static tpu_status run_step(const tpu_graph *g, const struct step *s) {
+/* Runs one step; on an error, *failed is the index in the step of the node it is about. */
+static tpu_status run_step(const tpu_graph *g, const struct step *s, int *failed) {
+  *failed = 0;
   for (int n = s->first; n < s->first + s->count; n++) {
     const tpu_op_call *c = g->nodes[n].call;
     for (int o = c->n_inputs; o < c->n_inputs + c->n_outputs; o++) {
@@ -363,11 +406,18 @@ static tpu_status run_step(const tpu_graph *g, const struct step *s) {
   const tpu_op_call *calls[TPU_PJRT_MAX_RUN];
   for (int i = 0; i < s->count; i++)
     calls[i] = g->nodes[s->first + i].call;
-  tpu_status st = run_calls(calls, s->count);
+  tpu_status st = run_calls(calls, s->count, failed);
+  if (st != TPU_ERR_NOT_IMPLEMENTED)
+    return st;
   /* A run too wide for one module runs node by node. */
-  for (int i = 0; st == TPU_ERR_NOT_IMPLEMENTED && i < s->count; i++)
+  for (int i = 0; i < s->count; i++) {
     st = tpu_op_run(calls[i]);
-  return st;
+    if (st != TPU_OK) {
+      *failed = i;
+      return st;
+    }
+  }
+  return TPU_OK;
 }
 
 static tpu_status pjrt_graph_run(const void *p, const tpu_graph *g) {
@@ -381,11 +431,13 @@ static tpu_status pjrt_graph_run(const void *p, const tpu_graph *g) {
                                poison);
       continue;
     }
-    tpu_status st = run_step(g, s);
+    int failed;
+    tpu_status st = run_step(g, s, &failed);
     if (st != TPU_OK) {
       char message[4096]; /* copied: poisoning may overwrite the thread's error text */
       snprintf(message, sizeof message, "%s", tpu_last_error());
-      const char *op = tpu_op_name(g->nodes[s->first].call->op);
+      /* The whole step is poisoned: a module that failed stored none of its nodes' outputs. */
+      const char *op = tpu_op_name(g->nodes[s->first + failed].call->op);
       tpu_graph_poison_outputs(g, s->first, g->n_nodes, op, message);
       return tpu_error(st, "'%s' failed: %s", op, message);
     }
@@ -395,9 +447,9 @@ static tpu_status pjrt_graph_run(const void *p, const tpu_graph *g) {
 
 static tpu_proc pjrt_proc(const char *name) {
   if (strcmp(name, TPU_PROC_EXECUTABLE_STATS) == 0)
-    return (tpu_proc)tpu_pjrt_cache_stats;
+    return (tpu_proc)executable_stats;
   if (strcmp(name, TPU_PROC_RESET_EXECUTABLE_STATS) == 0)
-    return (tpu_proc)tpu_pjrt_cache_reset_stats;
+    return (tpu_proc)reset_executable_stats;
   return NULL;
 }
 

@@ -61,7 +61,7 @@ static tpu_status wrap_loaded(const tpu_pjrt_client *client, PJRT_LoadedExecutab
   const PJRT_Api *api = client->api;
   tpu_pjrt_executable *exe = calloc(1, sizeof *exe);
   tpu_status status = exe ? count_outputs(api, loaded, &exe->output_count)
-                          : tpu_error(TPU_ERR_OUT_OF_MEMORY, "out of host memory for a PJRT executable");
+                          : tpu_error(TPU_ERR_OUT_OF_MEMORY, "out of host memory for PJRT");
   if (status != TPU_OK) {
     tpu_pjrt_error_drop(api, destroy_loaded(api, loaded));
     free(exe);

@@ -439,20 +439,9 @@ static tpu_hlo_value combine_scalars(tpu_hlo *h, tpu_hlo_value p, tpu_hlo_value 
   return tpu_hlo_select(h, tpu_hlo_compare(h, "NE", p, p), p, r);
 }
 
-tpu_hlo_value tpu_hlo_reduce(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value init, const int64_t *dims,
-                             int n, tpu_hlo_combine combine) {
-  int64_t kept[TPU_MAX_DIMS + 1];
-  int rank = 0;
-  for (int i = 0, j = 0; i < x.rank; i++) {
-    if (j < n && dims[j] == i)
-      j++;
-    else
-      kept[rank++] = x.dims[i];
-  }
-  tpu_hlo_value r = new_value(h, x.elem, rank, kept);
-  tpu_hlo_value p = new_value(h, x.elem, 0, NULL), q = new_value(h, x.elem, 0, NULL);
-  const tpu_hlo_value *ops[] = {&x, &init};
-  begin_op(h, &r, "stablehlo.reduce", ops, 2);
+/* A reduction or scatter region, " ({ ^bb0(p, q): return p combined with q })", on scalars. */
+static void emit_region(tpu_hlo *h, tpu_hlo_elem elem, tpu_hlo_combine combine) {
+  tpu_hlo_value p = new_value(h, elem, 0, NULL), q = new_value(h, elem, 0, NULL);
   emit(h, " ({\n    ^bb0(");
   emit_name(h, &p);
   emit(h, ": ");
@@ -467,10 +456,46 @@ tpu_hlo_value tpu_hlo_reduce(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value init, co
   emit_name(h, &body);
   emit(h, ") : (");
   emit_type(h, &body);
-  emit(h, ") -> ()\n    }) {");
+  emit(h, ") -> ()\n    })");
+}
+
+tpu_hlo_value tpu_hlo_reduce(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value init, const int64_t *dims,
+                             int n, tpu_hlo_combine combine) {
+  int64_t kept[TPU_MAX_DIMS + 1];
+  int rank = 0;
+  for (int i = 0, j = 0; i < x.rank; i++) {
+    if (j < n && dims[j] == i)
+      j++;
+    else
+      kept[rank++] = x.dims[i];
+  }
+  tpu_hlo_value r = new_value(h, x.elem, rank, kept);
+  const tpu_hlo_value *ops[] = {&x, &init};
+  begin_op(h, &r, "stablehlo.reduce", ops, 2);
+  emit_region(h, x.elem, combine);
+  emit(h, " {");
   emit_i64s(h, "dimensions", dims, n);
   emit(h, "}");
   end_op(h, &r, ops, 2);
+  return r;
+}
+
+tpu_hlo_value tpu_hlo_scatter_add(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value index,
+                                  tpu_hlo_value updates) {
+  int64_t column[2] = {index.dims[0], 1}, window[TPU_MAX_DIMS + 1];
+  tpu_hlo_value starts = tpu_hlo_reshape(h, index, 2, column);
+  for (int i = 1; i < updates.rank; i++)
+    window[i - 1] = i;
+  tpu_hlo_value r = new_value(h, x.elem, x.rank, x.dims);
+  const tpu_hlo_value *ops[] = {&x, &starts, &updates};
+  begin_op(h, &r, "stablehlo.scatter", ops, 3);
+  emit_region(h, x.elem, TPU_HLO_ADD);
+  emit(h, " {scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [");
+  for (int i = 0; i + 1 < updates.rank; i++)
+    emit(h, "%s%lld", i ? ", " : "", (long long)window[i]);
+  emit(h, "], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], "
+          "index_vector_dim = 1>, indices_are_sorted = false, unique_indices = false}");
+  end_op(h, &r, ops, 3);
   return r;
 }
 
@@ -494,4 +519,17 @@ tpu_hlo_value tpu_hlo_cast(tpu_hlo *h, tpu_hlo_value x, tpu_dtype to) {
   if (tpu_dtype_is_floating(from) && to == TPU_UINT8)
     x = tpu_hlo_convert(h, x, TPU_INT64);
   return tpu_hlo_convert(h, x, to);
+}
+
+tpu_hlo_value tpu_hlo_full(tpu_hlo *h, tpu_hlo_elem elem, const char *literal,
+                           const tpu_hlo_value *like) {
+  return tpu_hlo_splat(h, tpu_hlo_constant(h, elem, literal), like);
+}
+
+tpu_hlo_value tpu_hlo_any(tpu_hlo *h, tpu_hlo_value pred) {
+  int64_t dims[TPU_MAX_DIMS + 1];
+  for (int i = 0; i < pred.rank; i++)
+    dims[i] = i;
+  return tpu_hlo_reduce(h, tpu_hlo_convert(h, pred, TPU_UINT8),
+                        tpu_hlo_constant(h, TPU_UINT8, "0"), dims, pred.rank, TPU_HLO_MAX);
 }

@@ -114,11 +114,23 @@ typedef enum tpu_hlo_combine {
 tpu_hlo_value tpu_hlo_reduce(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value init, const int64_t *dims,
                              int n, tpu_hlo_combine combine);
 
+/* x with updates[i] added to its slice index[i] along dimension 0 (index: rank-1 int64; updates:
+ * [index length, x's other dims]). Out-of-range indices add nothing. */
+tpu_hlo_value tpu_hlo_scatter_add(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value index,
+                                  tpu_hlo_value updates);
+
 /* Converts x to `to` with the semantics of the core's COPY (ops/tpu_ops_base.h): x != 0 for bool,
  * float16 and bfloat16 through float32, float to small integers through int32 or int64. */
 tpu_hlo_value tpu_hlo_cast(tpu_hlo *h, tpu_hlo_value x, tpu_dtype to);
 
 /* A scalar (rank 0) broadcast to `like`'s dims. */
 tpu_hlo_value tpu_hlo_splat(tpu_hlo *h, tpu_hlo_value scalar, const tpu_hlo_value *like);
+
+/* The constant `literal` of `elem` broadcast to `like`'s dims. */
+tpu_hlo_value tpu_hlo_full(tpu_hlo *h, tpu_hlo_elem elem, const char *literal,
+                           const tpu_hlo_value *like);
+
+/* A uint8 scalar: 1 when any element of the i1 value `pred` is true, else 0. */
+tpu_hlo_value tpu_hlo_any(tpu_hlo *h, tpu_hlo_value pred);
 
 #endif

@@ -5,20 +5,22 @@
 #include <string.h>
 
 #include "drivers/pjrt/tpu_pjrt_lower_ew.h"
-#include "drivers/pjrt/tpu_pjrt_lower_index.h"
+#include "drivers/pjrt/tpu_pjrt_family.h"
 #include "drivers/pjrt/tpu_pjrt_lower_matmul.h"
-#include "drivers/pjrt/tpu_pjrt_lower_norm.h"
+#include "drivers/pjrt/tpu_pjrt_storage.h"
 #include "drivers/pjrt/tpu_pjrt_lower_reduce.h"
 #include "drivers/pjrt/tpu_pjrt_view.h"
 
 /* The state of one lowering: the module and which argument holds what. */
 typedef struct lowering {
   tpu_hlo h;
-  const tpu_op_call *call; /* the call being lowered */
+  const tpu_op_call *call; /* the call being lowered, calls[call_index] of the run */
+  int call_index;
   tpu_pjrt_program *p;
   int n_storages;
   tpu_buffer *storage[TPU_HLO_MAX_ARGS];
-  tpu_hlo_value bytes[TPU_HLO_MAX_ARGS]; /* each storage's latest contents */
+  tpu_hlo_value value[TPU_HLO_MAX_ARGS]; /* each storage's latest contents */
+  tpu_dtype arg_elem[TPU_HLO_MAX_ARGS];  /* the element type of its argument */
   bool written[TPU_HLO_MAX_ARGS];
   int arg_of[TPU_HLO_MAX_ARGS]; /* its argument, or -1 */
   int scalar_arg[TPU_OP_MAX_SCALARS];
@@ -36,6 +38,20 @@ static bool is_elementwise(tpu_op_id op) {
   }
 }
 
+const tpu_pjrt_family *tpu_pjrt_family_of(const tpu_op_call *call) {
+  static const tpu_pjrt_family *const families[] = {
+      &tpu_pjrt_index_family, &tpu_pjrt_norm_family, &tpu_pjrt_nn_family,
+      &tpu_pjrt_attention_family};
+  for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
+    if (families[i]->supports(call))
+      return families[i];
+  return NULL;
+}
+
+static bool absent(const tpu_pjrt_family *f, const tpu_op_call *call, int i) {
+  return f && f->absent && f->absent(call, i);
+}
+
 bool tpu_pjrt_lowerable(const tpu_op_call *call) {
   int n = call->n_inputs + call->n_outputs;
   /* Asked before the launch checks the views: a malformed one is the host's to refuse (its
@@ -43,13 +59,13 @@ bool tpu_pjrt_lowerable(const tpu_op_call *call) {
   for (int i = 0; i < n; i++)
     if (tpu_tensor_check(&call->tensors[i]) != TPU_OK)
       return false;
-  bool norm = tpu_pjrt_norm_supports(call);
-  if (call->n_outputs != 1 && !norm)
+  const tpu_pjrt_family *family = tpu_pjrt_family_of(call);
+  if (call->n_outputs != 1 && !family)
     return false;
   for (int i = 0; i < n; i++) {
     const tpu_tensor *t = &call->tensors[i];
     bool output = i >= call->n_inputs;
-    if (norm && tpu_pjrt_norm_absent(call, i))
+    if (absent(family, call, i))
       continue;
     if (!tpu_dtype_is_computable(t->dtype) || tpu_dtype_is_complex(t->dtype))
       return false;
@@ -66,8 +82,7 @@ bool tpu_pjrt_lowerable(const tpu_op_call *call) {
   case TPU_OP_ARANGE:
     return call->tensors[0].ndim == 1 && call->tensors[0].dtype != TPU_BOOL;
   default:
-    return tpu_pjrt_matmul_supports(call) || tpu_pjrt_reduce_supports(call) ||
-           tpu_pjrt_norm_supports(call) || tpu_pjrt_index_supports(call) ||
+    return family || tpu_pjrt_matmul_supports(call) || tpu_pjrt_reduce_supports(call) ||
            (is_elementwise(call->op) && call->n_inputs <= 4 &&
             tpu_pjrt_ew_supports(call->op, call->compute));
   }
@@ -89,15 +104,19 @@ static int storage_index(lowering *l, tpu_buffer *buf) {
   return i;
 }
 
-static tpu_hlo_value storage_bytes(lowering *l, int s) {
+/* Storage s's value: its argument, typed as its buffer is now, on first use. */
+static tpu_hlo_value storage_value(lowering *l, int s) {
   if (l->arg_of[s] < 0 && !l->written[s]) {
-    int64_t nbytes = (int64_t)tpu_buffer_nbytes(l->storage[s]);
+    size_t nbytes = tpu_buffer_nbytes(l->storage[s]);
+    tpu_dtype elem = tpu_pjrt_storage_elem(tpu_buffer_memory(l->storage[s]), nbytes);
+    int64_t n = (int64_t)(nbytes / tpu_dtype_size(elem));
     l->arg_of[s] = l->p->n_args;
-    l->bytes[s] = tpu_hlo_arg(&l->h, TPU_UINT8, 1, &nbytes, -1);
+    l->arg_elem[s] = elem;
+    l->value[s] = tpu_hlo_arg(&l->h, elem, 1, &n, -1);
     if (l->p->n_args < TPU_HLO_MAX_ARGS)
-      l->p->args[l->p->n_args++] = (tpu_pjrt_arg){.storage = l->storage[s]};
+      l->p->args[l->p->n_args++] = (tpu_pjrt_arg){.storage = l->storage[s], .dtype = elem};
   }
-  return l->bytes[s];
+  return l->value[s];
 }
 
 /* A host operand: an argument of its dense contents. */
@@ -126,7 +145,7 @@ static tpu_hlo_value scalar_arg(void *ctx, int slot, bool is_float) {
 static tpu_hlo_value read_input(lowering *l, const tpu_tensor *t) {
   if (!t->buf)
     return host_arg(l, t);
-  return tpu_pjrt_view_read(&l->h, storage_bytes(l, storage_index(l, t->buf)), t);
+  return tpu_pjrt_view_read(&l->h, storage_value(l, storage_index(l, t->buf)), t);
 }
 
 /* `x` broadcast to `out`'s sizes, dimensions aligned from the right. */
@@ -151,10 +170,10 @@ static void write_output(lowering *l, const tpu_tensor *t, tpu_hlo_value value) 
   size_t nbytes = tpu_buffer_nbytes(t->buf);
   bool fresh = l->arg_of[s] < 0 && !l->written[s];
   if (fresh && tpu_pjrt_view_covers(t, nbytes)) {
-    l->bytes[s] = tpu_pjrt_view_write(&l->h, NULL, t, value);
+    l->value[s] = tpu_pjrt_view_write(&l->h, NULL, t, value);
   } else {
-    tpu_hlo_value old = storage_bytes(l, s);
-    l->bytes[s] = tpu_pjrt_view_write(&l->h, &old, t, value);
+    tpu_hlo_value old = storage_value(l, s);
+    l->value[s] = tpu_pjrt_view_write(&l->h, &old, t, value);
   }
   l->written[s] = true;
 }
@@ -167,22 +186,25 @@ static void add_check(lowering *l, tpu_hlo_value flag, const char *message) {
     return;
   }
   snprintf(p->messages[p->n_messages], TPU_PJRT_MESSAGE_LEN, "%s", message);
+  p->message_call[p->n_messages] = l->call_index;
   p->results[p->n_results++] = (tpu_pjrt_result){.check = ++p->n_messages};
   tpu_hlo_result(&l->h, flag);
 }
 
-/* One result per written storage; each argument that held one donates its buffer to it, unless
- * a check may fail the run. */
+/* One result per written storage; each argument that held one donates its buffer to it (when
+ * the types agree), unless a check may fail the run. */
 static void finish_results(lowering *l) {
   for (int s = 0; s < l->n_storages; s++) {
     if (!l->written[s])
       continue;
     int r = l->p->n_results;
-    if (l->arg_of[s] >= 0 && l->p->n_messages == 0)
+    tpu_dtype elem = l->value[s].elem;
+    if (l->arg_of[s] >= 0 && l->p->n_messages == 0 && l->arg_elem[s] == elem)
       l->h.arg_alias[l->arg_of[s]] = r;
     if (r < TPU_HLO_MAX_RESULTS)
-      l->p->results[l->p->n_results++] = (tpu_pjrt_result){.storage = l->storage[s]};
-    tpu_hlo_result(&l->h, l->bytes[s]);
+      l->p->results[l->p->n_results++] =
+          (tpu_pjrt_result){.storage = l->storage[s], .dtype = elem};
+    tpu_hlo_result(&l->h, l->value[s]);
   }
 }
 
@@ -210,8 +232,29 @@ static void lower_fill(lowering *l, const tpu_tensor *out) {
   write_output(l, out, tpu_hlo_splat(&l->h, s, &like));
 }
 
+static void lower_family(lowering *l, const tpu_pjrt_family *f, const tpu_op_call *call) {
+  tpu_hlo_value in[TPU_PJRT_FAMILY_MAX_IN], outs[TPU_PJRT_FAMILY_MAX_OUT], bad;
+  if (call->n_inputs > TPU_PJRT_FAMILY_MAX_IN || call->n_outputs > TPU_PJRT_FAMILY_MAX_OUT) {
+    l->h.failed = true;
+    return;
+  }
+  for (int i = 0; i < call->n_inputs; i++)
+    if (!absent(f, call, i))
+      in[i] = read_input(l, &call->tensors[i]);
+  f->emit(&l->h, call, in, scalar_arg, l, outs, &bad);
+  for (int k = 0; k < call->n_outputs; k++)
+    if (!absent(f, call, call->n_inputs + k))
+      write_output(l, &call->tensors[call->n_inputs + k], outs[k]);
+  if (f->message) {
+    char message[TPU_PJRT_MESSAGE_LEN];
+    f->message(call, message, sizeof message);
+    add_check(l, bad, message);
+  }
+}
+
 /* Adds one call to the module. */
 static void lower_call(lowering *l, const tpu_op_call *call) {
+  const tpu_pjrt_family *family;
   l->call = call;
   for (int k = 0; k < TPU_OP_MAX_SCALARS; k++)
     l->scalar_arg[k] = -1;
@@ -222,22 +265,8 @@ static void lower_call(lowering *l, const tpu_op_call *call) {
     lower_arange(l, out);
   } else if (call->op == TPU_OP_COPY) {
     write_output(l, out, broadcast_to(l, read_input(l, &call->tensors[0]), out));
-  } else if (tpu_pjrt_index_supports(call)) {
-    tpu_hlo_value in[2] = {read_input(l, &call->tensors[0]), read_input(l, &call->tensors[1])};
-    tpu_hlo_value bad;
-    write_output(l, out, tpu_pjrt_index_emit(&l->h, call, in, &bad));
-    char message[TPU_PJRT_MESSAGE_LEN];
-    tpu_pjrt_index_message(call, message, sizeof message);
-    add_check(l, bad, message);
-  } else if (tpu_pjrt_norm_supports(call)) {
-    tpu_hlo_value in[5], outs[3];
-    for (int i = 0; i < call->n_inputs; i++)
-      if (!tpu_pjrt_norm_absent(call, i))
-        in[i] = read_input(l, &call->tensors[i]);
-    tpu_pjrt_norm_emit(&l->h, call, in, scalar_arg, l, outs);
-    for (int k = 0; k < call->n_outputs; k++)
-      if (!tpu_pjrt_norm_absent(call, call->n_inputs + k))
-        write_output(l, &call->tensors[call->n_inputs + k], outs[k]);
+  } else if ((family = tpu_pjrt_family_of(call))) {
+    lower_family(l, family, call);
   } else if (tpu_pjrt_reduce_supports(call)) {
     write_output(l, out, tpu_pjrt_reduce_emit(&l->h, call, read_input(l, &call->tensors[0])));
   } else if (tpu_pjrt_matmul_supports(call)) {
@@ -271,8 +300,10 @@ tpu_status tpu_pjrt_lower(const tpu_op_call *const *calls, int n, tpu_pjrt_progr
   }
   tpu_hlo_init(&l->h);
   l->p = p;
-  for (int i = 0; i < n; i++)
+  for (int i = 0; i < n; i++) {
+    l->call_index = i;
     lower_call(l, calls[i]);
+  }
   finish_results(l);
   bool too_many = p->n_args != l->h.n_args || p->n_results != l->h.n_results ||
                   l->n_storages == TPU_HLO_MAX_ARGS || l->h.n_args == TPU_HLO_MAX_ARGS ||

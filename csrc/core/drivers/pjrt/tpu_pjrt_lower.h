@@ -1,11 +1,12 @@
 /* Lowering op calls (one, or a run of a fused graph's nodes) to one StableHLO module over their
- * storages' bytes (drivers/pjrt/tpu_pjrt_view.h); within a run each storage's contents flow from
+ * storages (drivers/pjrt/tpu_pjrt_view.h), each typed as its buffer is when lowered; within a run each storage's contents flow from
  * node to node as values, so XLA sees and fuses the whole run:
  * every storage the call reads or partly writes is an argument, each storage it writes is a result
  * (the argument's buffer donated to it), host operands are arguments of their dense contents, and
  * the op's runtime scalars are 0-d float64 or int64 arguments, so that new scalar values never
  * change the module. A copy to the host returns the converted elements instead. Equal calls
- * (structure, not values) lower to equal text: the text is the executable cache's key. */
+ * (structure, not values) on storages of equal types lower to equal text: the text is the
+ * executable cache's key. */
 #ifndef TPU_PJRT_LOWER_H
 #define TPU_PJRT_LOWER_H
 
@@ -19,17 +20,19 @@
 #define TPU_PJRT_MAX_RUN 32
 
 typedef struct tpu_pjrt_arg {
-  tpu_buffer *storage;     /* a storage's bytes, or NULL: */
+  tpu_buffer *storage;     /* a storage (its buffer must have element type dtype), or NULL: */
   const tpu_tensor *host;  /* a host operand, packed dense at run time, or NULL: */
   const void *scalar;      /* a runtime scalar of a call (float64 or int64, see dtype) */
   tpu_dtype dtype;
 } tpu_pjrt_arg;
 
 typedef struct tpu_pjrt_result {
-  tpu_buffer *storage;     /* the storage whose next contents this is, or NULL: */
+  tpu_buffer *storage;     /* the storage whose next contents this is (elements of dtype), or
+                              NULL: */
   const tpu_tensor *host;  /* the host view the (dense) result is copied into, or NULL: */
   int check;               /* 1 + the index of a message: a uint8 flag, nonzero when a call's
                               input was invalid (an index out of range) and the run must fail */
+  tpu_dtype dtype;
 } tpu_pjrt_result;
 
 #define TPU_PJRT_MESSAGE_LEN 160
@@ -43,6 +46,7 @@ typedef struct tpu_pjrt_program {
   int n_messages; /* the checks' IndexError messages; a program with checks donates nothing, so
                      a failed run leaves every storage as it was */
   char messages[TPU_PJRT_MAX_RUN][TPU_PJRT_MESSAGE_LEN];
+  int message_call[TPU_PJRT_MAX_RUN]; /* the call (its index in the run) each check is about */
 } tpu_pjrt_program;
 
 /* Whether `call` lowers (its op, dtypes and views), judged without building the module. */

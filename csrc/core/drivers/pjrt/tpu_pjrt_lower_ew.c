@@ -104,18 +104,14 @@ static tpu_hlo_value minmax(ew *e, const char *op, tpu_hlo_value a, tpu_hlo_valu
   return sel(e, isnan_(e, a), a, r);
 }
 
-/* r (of any floating dtype), with a NaN made from numbers (no input NaN) as the positive quiet
- * NaN, CUDA's default. */
+/* r (of any floating dtype), with a NaN made from numbers (no input NaN) positive, as CUDA's
+ * default NaN is (x86 makes a negative one). Its sign bit is cleared (abs) rather than the NaN
+ * replaced by a constant: XLA may fold select(isnan(r), NaN, r) into r. */
 static tpu_hlo_value positive_nan(ew *e, tpu_hlo_value r, const tpu_hlo_value *x, int n) {
   tpu_hlo_value made = cmp(e, "NE", r, r);
   for (int i = 0; i < n; i++)
     made = tpu_hlo_binary(e->h, "and", made, cmp(e, "EQ", x[i], x[i]));
-  const char *nan = r.elem == TPU_FLOAT64   ? "0x7FF8000000000000"
-                    : r.elem == TPU_FLOAT32 ? "0x7FC00000"
-                    : r.elem == TPU_FLOAT16 ? "0x7E00"
-                                            : "0x7FC0";
-  tpu_hlo_value quiet = tpu_hlo_splat(e->h, tpu_hlo_constant(e->h, r.elem, nan), &r);
-  return sel(e, made, quiet, r);
+  return sel(e, made, un(e, "abs", r), r);
 }
 
 /* a ^ s with PyTorch CPU's exact forms for the exponents 2, 3, 0.5, -0.5, -1 and -2. */

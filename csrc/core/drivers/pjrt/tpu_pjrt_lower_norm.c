@@ -1,12 +1,15 @@
-#include "drivers/pjrt/tpu_pjrt_lower_norm.h"
-
+/* The norm family (ops/tpu_ops_norm.h) in StableHLO: softmax and log_softmax on floating tensors
+ * of rank >= 1, layer norm on floating rows, and their backward ops, computed in float32 (float64
+ * for float64) and rounded once. Empty weights, biases and their gradients are absent. */
 #include <stdio.h>
+
+#include "drivers/pjrt/tpu_pjrt_family.h"
 
 static bool is_layer_norm(tpu_op_id op) {
   return op == TPU_OP_LAYER_NORM || op == TPU_OP_LAYER_NORM_BACKWARD;
 }
 
-bool tpu_pjrt_norm_absent(const tpu_op_call *call, int i) {
+static bool absent(const tpu_op_call *call, int i) {
   return is_layer_norm(call->op) && tpu_tensor_numel(&call->tensors[i]) == 0;
 }
 
@@ -31,7 +34,7 @@ static bool layer_norm_supported(const tpu_op_call *call) {
   return true;
 }
 
-bool tpu_pjrt_norm_supports(const tpu_op_call *call) {
+static bool supports(const tpu_op_call *call) {
   switch (call->op) {
   case TPU_OP_SOFTMAX: case TPU_OP_LOG_SOFTMAX: case TPU_OP_SOFTMAX_BACKWARD:
   case TPU_OP_LOG_SOFTMAX_BACKWARD:
@@ -97,9 +100,9 @@ static void layer_norm(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value 
    * contract the latter into a fused multiply-add, which leaves a rounding error where the
    * variance is zero. */
   tpu_hlo_value y = tpu_hlo_binary(h, "multiply", diff, spread(h, rstd, &x, 0));
-  if (!tpu_pjrt_norm_absent(call, 1))
+  if (!absent(call, 1))
     y = tpu_hlo_binary(h, "multiply", y, spread(h, tpu_hlo_convert(h, in[1], work), &x, 1));
-  if (!tpu_pjrt_norm_absent(call, 2))
+  if (!absent(call, 2))
     y = tpu_hlo_binary(h, "add", y, spread(h, tpu_hlo_convert(h, in[2], work), &x, 1));
   out[0] = y;
   out[1] = mean;
@@ -115,7 +118,7 @@ static void layer_norm_backward(tpu_hlo *h, const tpu_op_call *call, const tpu_h
   tpu_hlo_value m = spread(h, tpu_hlo_convert(h, in[2], work), &x, 0);
   tpu_hlo_value xhat = tpu_hlo_binary(h, "multiply", tpu_hlo_binary(h, "subtract", x, m), r);
   tpu_hlo_value g = dy;
-  if (!tpu_pjrt_norm_absent(call, 4))
+  if (!absent(call, 4))
     g = tpu_hlo_binary(h, "multiply", dy, spread(h, tpu_hlo_convert(h, in[4], work), &x, 1));
   tpu_hlo_value mean_g = spread(h, scaled(h, row_sum(h, g, 1), n), &x, 0);
   tpu_hlo_value mean_gx =
@@ -127,8 +130,9 @@ static void layer_norm_backward(tpu_hlo *h, const tpu_op_call *call, const tpu_h
   out[2] = row_sum(h, dy, 0);
 }
 
-void tpu_pjrt_norm_emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
-                        tpu_pjrt_scalar_fn scalar, void *ctx, tpu_hlo_value *out) {
+static void emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
+                 tpu_pjrt_scalar_fn scalar, void *ctx, tpu_hlo_value *out, tpu_hlo_value *bad) {
+  (void)bad;
   tpu_dtype work = call->tensors[0].dtype == TPU_FLOAT64 ? TPU_FLOAT64 : TPU_FLOAT32;
   if (call->op == TPU_OP_LAYER_NORM) {
     layer_norm(h, call, in, work, scalar, ctx, out);
@@ -166,3 +170,5 @@ void tpu_pjrt_norm_emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value
                                            along(h, a, dim, TPU_HLO_ADD)));
   }
 }
+
+const tpu_pjrt_family tpu_pjrt_norm_family = {.supports = supports, .absent = absent, .emit = emit};

@@ -12,6 +12,7 @@ typedef struct record {
   uintptr_t base;
   size_t nbytes;
   PJRT_Buffer *buffer;
+  tpu_dtype elem;
 } record;
 
 /* Disjoint records sorted by base: few enough (one per live storage) for a sorted array. */
@@ -52,7 +53,8 @@ static record *find(uintptr_t base, size_t nbytes) {
 }
 
 /* With mu held: inserts at `at` (the position drop_overlapping left); false when out of memory. */
-static bool insert(size_t at, uintptr_t base, size_t nbytes, PJRT_Buffer *buffer) {
+static bool insert(size_t at, uintptr_t base, size_t nbytes, PJRT_Buffer *buffer,
+                   tpu_dtype elem) {
   if (n_records == cap_records) {
     size_t cap = cap_records ? 2 * cap_records : 64;
     record *grown = realloc(records, cap * sizeof *records);
@@ -62,18 +64,28 @@ static bool insert(size_t at, uintptr_t base, size_t nbytes, PJRT_Buffer *buffer
     cap_records = cap;
   }
   memmove(records + at + 1, records + at, (n_records - at) * sizeof *records);
-  records[at] = (record){base, nbytes, buffer};
+  records[at] = (record){base, nbytes, buffer, elem};
   n_records++;
   return true;
 }
 
+tpu_dtype tpu_pjrt_storage_elem(const void *base, size_t nbytes) {
+  pthread_mutex_lock(&mu);
+  record *r = find((uintptr_t)base, nbytes);
+  tpu_dtype elem = r ? r->elem : TPU_UINT8;
+  pthread_mutex_unlock(&mu);
+  return elem;
+}
+
 tpu_status tpu_pjrt_storage_get(const tpu_pjrt_client *client, size_t device, const void *base,
-                                size_t nbytes, PJRT_Buffer **out) {
+                                size_t nbytes, PJRT_Buffer **out, tpu_dtype *elem) {
   uintptr_t addr = (uintptr_t)base;
+  *elem = TPU_UINT8;
   pthread_mutex_lock(&mu);
   record *r = find(addr, nbytes);
   if (r) {
     *out = r->buffer;
+    *elem = r->elem;
     pthread_mutex_unlock(&mu);
     return TPU_OK;
   }
@@ -88,17 +100,17 @@ tpu_status tpu_pjrt_storage_get(const tpu_pjrt_client *client, size_t device, co
   free(zeros);
   if (st != TPU_OK)
     return st;
-  st = tpu_pjrt_storage_set(client, base, nbytes, buffer);
+  st = tpu_pjrt_storage_set(client, base, nbytes, TPU_UINT8, buffer);
   *out = st == TPU_OK ? buffer : NULL;
   return st;
 }
 
 tpu_status tpu_pjrt_storage_set(const tpu_pjrt_client *client, const void *base, size_t nbytes,
-                                PJRT_Buffer *buffer) {
+                                tpu_dtype elem, PJRT_Buffer *buffer) {
   uintptr_t addr = (uintptr_t)base;
   pthread_mutex_lock(&mu);
   size_t at = drop_overlapping(client, addr, addr + (nbytes ? nbytes : 1));
-  bool kept = insert(at, addr, nbytes, buffer);
+  bool kept = insert(at, addr, nbytes, buffer, elem);
   pthread_mutex_unlock(&mu);
   if (kept)
     return TPU_OK;

@@ -109,15 +109,36 @@ static tpu_hlo_value elems_to_bytes(tpu_hlo *h, tpu_hlo_value elems) {
   return tpu_hlo_reshape(h, grouped, 1, &total);
 }
 
+tpu_dtype tpu_pjrt_view_storage_elem(tpu_dtype dtype) {
+  bool typed = dtype != TPU_BOOL && tpu_dtype_is_computable(dtype) && !tpu_dtype_is_complex(dtype);
+  return typed ? dtype : TPU_UINT8;
+}
+
+/* Whether a view of `dtype` at byte `offset` reads `storage`'s elements directly. */
+static bool direct(tpu_hlo_value storage, tpu_dtype dtype, int64_t offset) {
+  return storage.elem == tpu_pjrt_view_storage_elem(dtype) &&
+         offset % (int64_t)tpu_dtype_size(storage.elem) == 0;
+}
+
+/* Bytes [offset, offset + span * size) of `storage` as `span` elements of `dtype`. */
+static tpu_hlo_value storage_to_elems(tpu_hlo *h, tpu_hlo_value storage, int64_t offset,
+                                      int64_t span, tpu_dtype dtype) {
+  if (!direct(storage, dtype, offset))
+    return bytes_to_elems(h, elems_to_bytes(h, storage), offset, span, dtype);
+  int64_t start = offset / (int64_t)tpu_dtype_size(storage.elem), limit = start + span;
+  tpu_hlo_value flat = tpu_hlo_slice(h, storage, &start, &limit);
+  return dtype == TPU_BOOL ? tpu_hlo_cast(h, flat, TPU_BOOL) : flat;
+}
+
 /* The box of a nested layout read from the storage: box-shaped, of t's dtype. */
-static tpu_hlo_value read_box(tpu_hlo *h, tpu_hlo_value bytes, const tpu_tensor *t,
+static tpu_hlo_value read_box(tpu_hlo *h, tpu_hlo_value storage, const tpu_tensor *t,
                               const layout *l) {
-  tpu_hlo_value flat = bytes_to_elems(h, bytes, t->offset, l->span, t->dtype);
+  tpu_hlo_value flat = storage_to_elems(h, storage, t->offset, l->span, t->dtype);
   flat = tpu_hlo_pad_end(h, flat, l->box_elems);
   return tpu_hlo_reshape(h, flat, l->k + 1, l->box);
 }
 
-tpu_hlo_value tpu_pjrt_view_read(tpu_hlo *h, tpu_hlo_value bytes, const tpu_tensor *t) {
+tpu_hlo_value tpu_pjrt_view_read(tpu_hlo *h, tpu_hlo_value storage, const tpu_tensor *t) {
   layout l = layout_of(t);
   int64_t sorted[TPU_MAX_DIMS + 1], zeros[TPU_MAX_DIMS + 1] = {0}, perm[TPU_MAX_DIMS];
   for (int j = 0; j < l.k; j++)
@@ -125,10 +146,10 @@ tpu_hlo_value tpu_pjrt_view_read(tpu_hlo *h, tpu_hlo_value bytes, const tpu_tens
   sorted[l.k] = 1;
   tpu_hlo_value kept;
   if (l.dense) {
-    tpu_hlo_value flat = bytes_to_elems(h, bytes, t->offset, l.span, t->dtype);
+    tpu_hlo_value flat = storage_to_elems(h, storage, t->offset, l.span, t->dtype);
     kept = tpu_hlo_reshape(h, flat, l.k, sorted);
   } else {
-    tpu_hlo_value box = read_box(h, bytes, t, &l);
+    tpu_hlo_value box = read_box(h, storage, t, &l);
     kept = tpu_hlo_reshape(h, tpu_hlo_slice(h, box, zeros, sorted), l.k, sorted);
   }
   /* Back to view order: the kept dimensions sorted by view index. */
@@ -149,7 +170,7 @@ tpu_hlo_value tpu_pjrt_view_read(tpu_hlo *h, tpu_hlo_value bytes, const tpu_tens
   return tpu_hlo_broadcast(h, kept, t->ndim, t->sizes, bdims);
 }
 
-tpu_hlo_value tpu_pjrt_view_write(tpu_hlo *h, const tpu_hlo_value *bytes, const tpu_tensor *t,
+tpu_hlo_value tpu_pjrt_view_write(tpu_hlo *h, const tpu_hlo_value *storage, const tpu_tensor *t,
                                   tpu_hlo_value value) {
   layout l = layout_of(t);
   int64_t sorted[TPU_MAX_DIMS + 1], zeros[TPU_MAX_DIMS + 1] = {0}, perm[TPU_MAX_DIMS];
@@ -175,15 +196,22 @@ tpu_hlo_value tpu_pjrt_view_write(tpu_hlo *h, const tpu_hlo_value *bytes, const 
   if (l.dense) {
     flat = tpu_hlo_reshape(h, kept, 1, &l.span);
   } else {
-    tpu_hlo_value box = read_box(h, *bytes, t, &l);
+    tpu_hlo_value box = read_box(h, *storage, t, &l);
     box = tpu_hlo_update_slice(h, box, tpu_hlo_reshape(h, kept, l.k + 1, sorted), zeros);
     flat = tpu_hlo_reshape(h, box, 1, &l.box_elems);
     int64_t start = 0;
     flat = tpu_hlo_slice(h, flat, &start, &l.span);
   }
-  tpu_hlo_value new_bytes = elems_to_bytes(h, flat);
-  if (!bytes)
-    return new_bytes;
-  int64_t at = t->offset;
-  return tpu_hlo_update_slice(h, *bytes, new_bytes, &at);
+  tpu_dtype elem = tpu_pjrt_view_storage_elem(t->dtype);
+  if (!storage)
+    return tpu_hlo_convert(h, flat, elem);
+  if (direct(*storage, t->dtype, t->offset)) {
+    int64_t at = t->offset / (int64_t)tpu_dtype_size(elem);
+    return tpu_hlo_update_slice(h, *storage, tpu_hlo_convert(h, flat, elem), &at);
+  }
+  /* Through the bytes, back to the storage's element type. */
+  tpu_hlo_value bytes = elems_to_bytes(h, *storage);
+  int64_t at = t->offset, size = (int64_t)tpu_dtype_size(storage->elem);
+  bytes = tpu_hlo_update_slice(h, bytes, elems_to_bytes(h, flat), &at);
+  return bytes_to_elems(h, bytes, 0, bytes.dims[0] / size, storage->elem);
 }

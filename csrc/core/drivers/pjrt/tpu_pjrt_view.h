@@ -1,10 +1,12 @@
-/* Views of a storage's bytes (drivers/pjrt/tpu_pjrt_storage.h) in StableHLO. A view whose
- * dimensions, ordered by stride, nest (each stride a multiple of the next one's extent) reads as a
- * slice of the bytes, a bitcast, a pad to the nesting's box, a reshape into the box, a slice of it,
- * a transpose back to the view's order and a broadcast of its size-1 and stride-0 dimensions; a
- * write runs the same steps backwards and updates the bytes in place of the old ones. That covers
- * contiguous tensors, transposes, narrow, step slices and expand; other views (an overlapping
- * as_strided) are not supported yet. */
+/* Views of a storage (drivers/pjrt/tpu_pjrt_storage.h) in StableHLO. The storage is a rank-1
+ * value of its element type. A view whose dimensions, ordered by stride, nest (each stride a
+ * multiple of the next one's extent) reads as a slice of the storage's elements, a pad to the
+ * nesting's box, a reshape into the box, a slice of it, a transpose back to the view's order and a
+ * broadcast of its size-1 and stride-0 dimensions; a write runs the same steps backwards and
+ * updates the storage in place of the old value. A view of another dtype than the storage's
+ * elements (or at an offset that is not a multiple of their size) goes through the storage's bytes
+ * (bitcasts). That covers contiguous tensors, transposes, narrow, step slices, expand and views of
+ * a storage as another dtype; other views (an overlapping as_strided) are not supported yet. */
 #ifndef TPU_PJRT_VIEW_H
 #define TPU_PJRT_VIEW_H
 
@@ -16,12 +18,17 @@
 /* Whether `t` (a checked view with elements) can be read, or written when `output`. */
 bool tpu_pjrt_view_supported(const tpu_tensor *t, bool output);
 
-/* The elements of view `t` (its dtype and sizes) from `bytes`, its storage's uint8 value. */
-tpu_hlo_value tpu_pjrt_view_read(tpu_hlo *h, tpu_hlo_value bytes, const tpu_tensor *t);
+/* The element type a storage takes when a view of `dtype` writes all of it (uint8 for bool and
+ * the dtypes modules do not compute in). */
+tpu_dtype tpu_pjrt_view_storage_elem(tpu_dtype dtype);
 
-/* `bytes` with view `t` holding `value` (t's dtype and sizes); `bytes` may be NULL when t covers
- * its whole storage densely. */
-tpu_hlo_value tpu_pjrt_view_write(tpu_hlo *h, const tpu_hlo_value *bytes, const tpu_tensor *t,
+/* The elements of view `t` (its dtype and sizes) from `storage`, its storage's value. */
+tpu_hlo_value tpu_pjrt_view_read(tpu_hlo *h, tpu_hlo_value storage, const tpu_tensor *t);
+
+/* `storage` (of the same element type) with view `t` holding `value` (t's dtype and sizes);
+ * `storage` may be NULL when t covers its whole storage densely: the result is then of
+ * tpu_pjrt_view_storage_elem(t's dtype). */
+tpu_hlo_value tpu_pjrt_view_write(tpu_hlo *h, const tpu_hlo_value *storage, const tpu_tensor *t,
                                   tpu_hlo_value value);
 
 /* Whether `t` covers all `nbytes` of its storage, densely and in order. */

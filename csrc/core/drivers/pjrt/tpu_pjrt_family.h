@@ -1,0 +1,41 @@
+/* An op family with its own StableHLO emitter for calls of several operands and outputs (index
+ * ops, norms, losses, attention). The lowering (drivers/pjrt/tpu_pjrt_lower.c) reads the present
+ * inputs from their views, calls emit, and writes each present output, rounded to its dtype. */
+#ifndef TPU_PJRT_FAMILY_H
+#define TPU_PJRT_FAMILY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "drivers/pjrt/tpu_pjrt_hlo.h"
+#include "drivers/pjrt/tpu_pjrt_lower_ew.h"
+#include "ops/tpu_op.h"
+
+/* Operands and outputs one family call may have. */
+#define TPU_PJRT_FAMILY_MAX_IN 8
+#define TPU_PJRT_FAMILY_MAX_OUT 4
+
+typedef struct tpu_pjrt_family {
+  /* Whether the call lowers (its op, operands' ranks and dtypes). */
+  bool (*supports)(const tpu_op_call *call);
+  /* Whether tensor i of a supported call is absent (an empty optional operand or output): not
+   * read, not written. NULL: every tensor is present. */
+  bool (*absent)(const tpu_op_call *call, int i);
+  /* out[k], the value of each present output k (in any floating or integer type), from in[i], the
+   * present inputs as read from their views. *bad receives a uint8 scalar flag, nonzero when the
+   * input was invalid, when the family checks (message set). */
+  void (*emit)(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
+               tpu_pjrt_scalar_fn scalar, void *ctx, tpu_hlo_value *out, tpu_hlo_value *bad);
+  /* The IndexError of a call whose flag was set, into buf; NULL: the family never checks. */
+  void (*message)(const tpu_op_call *call, char *buf, size_t len);
+} tpu_pjrt_family;
+
+extern const tpu_pjrt_family tpu_pjrt_index_family;     /* tpu_pjrt_lower_index.c */
+extern const tpu_pjrt_family tpu_pjrt_norm_family;      /* tpu_pjrt_lower_norm.c */
+extern const tpu_pjrt_family tpu_pjrt_nn_family;        /* tpu_pjrt_lower_nn.c */
+extern const tpu_pjrt_family tpu_pjrt_attention_family; /* tpu_pjrt_lower_attention.c */
+
+/* The family whose emitter lowers `call`, or NULL. */
+const tpu_pjrt_family *tpu_pjrt_family_of(const tpu_op_call *call);
+
+#endif
