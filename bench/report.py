@@ -325,6 +325,10 @@ def render(doc: Doc) -> str:
             parts.append(fused)
     if doc.get("timesplit"):
         parts.append(timesplit_table(doc, fn))
+    if doc.get("pjrt"):
+        from bench.pjrt import table
+
+        parts.append(table(doc["pjrt"], fn))
     if doc["ops"]:
         parts.append(ops_table(doc, fn))
     legend = "\n".join(f"- {c['short']}: {c['label']}" for c in doc["contenders"])

@@ -112,6 +112,30 @@ def outcome_errors(where: str, o: Any) -> list[str]:
     return errs
 
 
+def pjrt_errors(section: Any) -> list[str]:
+    """The PJRT section (bench.pjrt.run), absent from runs that did not select it."""
+    if section is None:
+        return []
+    rows = section.get("rows") if isinstance(section, dict) else None
+    if not isinstance(rows, list):
+        return ["pjrt.rows: missing or not a list"]
+    errs = []
+    for i, row in enumerate(rows):
+        results = row.get("results") if isinstance(row, dict) else None
+        if not isinstance(results, dict) or "cpu-eager" not in results:
+            errs.append(f"pjrt.rows[{i}].results: missing or without cpu-eager")
+            continue
+        for name, r in results.items():
+            where = f"pjrt.rows[{i}].results.{name}"
+            if r.get("status") not in STATUSES:
+                errs.append(f"{where}.status: {r.get('status')!r} not in {STATUSES}")
+            elif r["status"] != "ok" and not r.get("reason"):
+                errs.append(f"{where}: {r['status']} without a reason")
+            elif r["status"] == "ok":
+                errs += _field_errors(where, r, ("median_s", "first_s"), ())
+    return errs
+
+
 def validate(doc: Any) -> list[str]:
     """Every structural problem of `doc`; empty when it matches the schema."""
     if not isinstance(doc, dict):
@@ -145,6 +169,7 @@ def validate(doc: Any) -> list[str]:
                 errs.append(f"ops[{i}].{k}: missing")
         for n in doc["op_contenders"]:
             errs += outcome_errors(f"ops[{i}].results.{n}", row.get("results", {}).get(n))
+    errs += pjrt_errors(doc.get("pjrt"))
     for i, row in enumerate(doc["models"]):
         if row.get("task") not in ("train", "infer"):
             errs.append(f"models[{i}].task: {row.get('task')!r}")

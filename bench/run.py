@@ -51,7 +51,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     g.add_argument("--full", action="store_true", help="more repetitions, every memory probe")
     p.add_argument(
         "--only",
-        help="comma list of sections limits|ops|models|timesplit, each optionally "
+        help="comma list of sections limits|ops|models|timesplit|pjrt, each optionally "
         "SECTION:SUBSTRING to filter, e.g. ops:gemm,models:gpt-tiny",
     )
     p.add_argument("--out", type=Path, help="results directory (default bench/results)")
@@ -129,6 +129,13 @@ def main(argv: list[str]) -> int:
         except Exception as e:
             reason = f"{type(e).__name__}: {contenders.first_line(e)}"
             split["device"] = {"status": "n/a", "reason": reason}
+    pjrt_section: dict[str, object] | None = None
+    if p.wants("pjrt"):
+        from bench import pjrt
+
+        names = [m for m in pjrt.RUNS if p.selects("pjrt", m)]
+        log(f"pjrt: {', '.join(names)}, each contender in its own process")
+        pjrt_section = pjrt.run(names, log=log)
     if p.wants("limits"):
         log("limits again: the roofs are the best repetitions over both passes")
         merge(limits, measure_limits(threads, quick=p.mode == "quick"))
@@ -187,6 +194,7 @@ def main(argv: list[str]) -> int:
         "ops": op_rows,
         "models": model_rows,
         "timesplit": split,
+        "pjrt": pjrt_section,
         "notes": NOTES,
     }
     doc["runtime_s"] = round(time.perf_counter() - t_start, 1)

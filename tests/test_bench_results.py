@@ -259,3 +259,63 @@ def test_device_split_on_the_device() -> None:
     assert all(v > 0 for v in ds["kernel_s"].values())
     assert ds["kernel_s"]["GEMM"] > 0.2 * ds["kernels_total_s"]
     assert 0 < ds["fused_forward_record_s"] < ds["fused_step_s"]
+
+
+def pjrt_run(step: float, compiled: int = 0, loaded: int = 0) -> dict[str, Any]:
+    r: dict[str, Any] = {
+        "status": "ok",
+        "first_s": step * 20,
+        "step_s": [step, step * 1.1, step * 0.9],
+        "median_s": step,
+        "losses": [5.0, 4.9],
+    }
+    if compiled or loaded:
+        r["first"] = {
+            "executables_compiled": compiled,
+            "executables_loaded": loaded,
+            "executable_compile_us": compiled * 30_000,
+            "executable_load_us": loaded * 2_000,
+        }
+        r["steady"] = {"executable_runs": 30, "executable_run_us": int(step * 3 * 0.5e6)}
+        r["peak_bytes"] = 12 << 20
+        r["driver_fallback"] = {"cumsum": 2} if compiled else {}
+    return r
+
+
+def test_pjrt_section_validates_and_renders() -> None:
+    from bench.fmt import Footnotes
+    from bench.pjrt import table
+
+    results = {
+        "cpu-eager": pjrt_run(0.03),
+        "host-strict": pjrt_run(0.04),
+        "pjrt-strict": pjrt_run(0.2, compiled=100),
+        "pjrt-fused": pjrt_run(0.1, compiled=12),
+        "pjrt-fused-warm": pjrt_run(0.1, loaded=12),
+        "host-fused": {"status": "wrong", "reason": "step 1: loss 5.1, CPU eager 4.9"},
+    }
+    section = {
+        "rows": [
+            {"model": "gpt-tiny", "task": "train", "warmup": 2, "timed": 3, "results": results}
+        ]
+    }
+    d = doc()
+    d["pjrt"] = section
+    assert validate(d) == []
+    fn = Footnotes()
+    text = table(section, fn)
+    assert "| pjrt-fused " in text and "2.00×" in text  # fused vs strict: 0.2 / 0.1
+    assert "12 loaded in 24 ms" in text and "100 in 3 s" in text
+    assert (
+        "cumsum 2" in text
+        and "wrong [1]" in text
+        and fn.reasons == [results["host-fused"]["reason"]]
+    )
+    assert "PJRT driver" in render(d)
+    broken = copy.deepcopy(d)
+    del broken["pjrt"]["rows"][0]["results"]["pjrt-strict"]["median_s"]
+    broken["pjrt"]["rows"][0]["results"]["host-fused"]["reason"] = ""
+    errs = validate(broken)
+    assert any("pjrt-strict.median_s" in e for e in errs) and any(
+        "without a reason" in e for e in errs
+    )
