@@ -22,6 +22,7 @@ typedef struct lowering {
   tpu_hlo_value value[TPU_HLO_MAX_ARGS]; /* each storage's latest contents */
   tpu_dtype arg_elem[TPU_HLO_MAX_ARGS];  /* the element type of its argument */
   bool written[TPU_HLO_MAX_ARGS];
+  bool used[TPU_HLO_MAX_ARGS];  /* value[s] holds its contents */
   int arg_of[TPU_HLO_MAX_ARGS]; /* its argument, or -1 */
   int scalar_arg[TPU_OP_MAX_SCALARS];
   tpu_hlo_value scalar_value[TPU_OP_MAX_SCALARS];
@@ -101,21 +102,33 @@ static int storage_index(lowering *l, tpu_buffer *buf) {
   l->storage[i] = buf;
   l->arg_of[i] = -1;
   l->written[i] = false;
+  l->used[i] = false;
   return i;
 }
 
-/* Storage s's value: its argument, typed as its buffer is now, on first use. */
-static tpu_hlo_value storage_value(lowering *l, int s) {
-  if (l->arg_of[s] < 0 && !l->written[s]) {
-    size_t nbytes = tpu_buffer_nbytes(l->storage[s]);
-    tpu_dtype elem = tpu_pjrt_storage_elem(tpu_buffer_memory(l->storage[s]), nbytes);
-    int64_t n = (int64_t)(nbytes / tpu_dtype_size(elem));
-    l->arg_of[s] = l->p->n_args;
-    l->arg_elem[s] = elem;
-    l->value[s] = tpu_hlo_arg(&l->h, elem, 1, &n, -1);
-    if (l->p->n_args < TPU_HLO_MAX_ARGS)
-      l->p->args[l->p->n_args++] = (tpu_pjrt_arg){.storage = l->storage[s], .dtype = elem};
+/* Storage s's value on first use: its argument, typed as its buffer is now, or zeros when it has
+ * no buffer yet (nothing has written it), as elements of `want` (the dtype of the view that uses
+ * it) where they fit its size, so a storage a partial write creates is typed too. */
+static tpu_hlo_value storage_value(lowering *l, int s, tpu_dtype want) {
+  if (l->used[s])
+    return l->value[s];
+  l->used[s] = true;
+  size_t nbytes = tpu_buffer_nbytes(l->storage[s]);
+  tpu_dtype elem;
+  if (!tpu_pjrt_storage_elem(tpu_buffer_memory(l->storage[s]), nbytes, &elem)) {
+    elem = tpu_pjrt_view_storage_elem(want);
+    elem = nbytes % tpu_dtype_size(elem) == 0 ? elem : TPU_UINT8;
+    tpu_hlo_value like = {.elem = elem, .rank = 1};
+    like.dims[0] = (int64_t)(nbytes / tpu_dtype_size(elem));
+    l->value[s] = tpu_hlo_full(&l->h, elem, tpu_dtype_is_floating(elem) ? "0.0" : "0", &like);
+    return l->value[s];
   }
+  int64_t n = (int64_t)(nbytes / tpu_dtype_size(elem));
+  l->arg_of[s] = l->p->n_args;
+  l->arg_elem[s] = elem;
+  l->value[s] = tpu_hlo_arg(&l->h, elem, 1, &n, -1);
+  if (l->p->n_args < TPU_HLO_MAX_ARGS)
+    l->p->args[l->p->n_args++] = (tpu_pjrt_arg){.storage = l->storage[s], .dtype = elem};
   return l->value[s];
 }
 
@@ -145,7 +158,7 @@ static tpu_hlo_value scalar_arg(void *ctx, int slot, bool is_float) {
 static tpu_hlo_value read_input(lowering *l, const tpu_tensor *t) {
   if (!t->buf)
     return host_arg(l, t);
-  return tpu_pjrt_view_read(&l->h, storage_value(l, storage_index(l, t->buf)), t);
+  return tpu_pjrt_view_read(&l->h, storage_value(l, storage_index(l, t->buf), t->dtype), t);
 }
 
 /* `x` broadcast to `out`'s sizes, dimensions aligned from the right. */
@@ -168,13 +181,13 @@ static void write_output(lowering *l, const tpu_tensor *t, tpu_hlo_value value) 
   }
   int s = storage_index(l, t->buf);
   size_t nbytes = tpu_buffer_nbytes(t->buf);
-  bool fresh = l->arg_of[s] < 0 && !l->written[s];
-  if (fresh && tpu_pjrt_view_covers(t, nbytes)) {
+  if (!l->used[s] && tpu_pjrt_view_covers(t, nbytes)) {
     l->value[s] = tpu_pjrt_view_write(&l->h, NULL, t, value);
   } else {
-    tpu_hlo_value old = storage_value(l, s);
+    tpu_hlo_value old = storage_value(l, s, t->dtype);
     l->value[s] = tpu_pjrt_view_write(&l->h, &old, t, value);
   }
+  l->used[s] = true;
   l->written[s] = true;
 }
 

@@ -69,12 +69,12 @@ static bool insert(size_t at, uintptr_t base, size_t nbytes, PJRT_Buffer *buffer
   return true;
 }
 
-tpu_dtype tpu_pjrt_storage_elem(const void *base, size_t nbytes) {
+bool tpu_pjrt_storage_elem(const void *base, size_t nbytes, tpu_dtype *elem) {
   pthread_mutex_lock(&mu);
   record *r = find((uintptr_t)base, nbytes);
-  tpu_dtype elem = r ? r->elem : TPU_UINT8;
+  *elem = r ? r->elem : TPU_UINT8;
   pthread_mutex_unlock(&mu);
-  return elem;
+  return r != NULL;
 }
 
 tpu_status tpu_pjrt_storage_get(const tpu_pjrt_client *client, size_t device, const void *base,

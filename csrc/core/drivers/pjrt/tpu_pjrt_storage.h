@@ -8,14 +8,15 @@
 #ifndef TPU_PJRT_STORAGE_H
 #define TPU_PJRT_STORAGE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "base/tpu_dtype.h"
 #include "base/tpu_status.h"
 #include "drivers/pjrt/tpu_pjrt_client.h"
 
-/* The element type of the storage's current buffer (uint8 when it has none). */
-tpu_dtype tpu_pjrt_storage_elem(const void *base, size_t nbytes);
+/* Whether the storage has a buffer (something wrote it), and *elem, that buffer's element type. */
+bool tpu_pjrt_storage_elem(const void *base, size_t nbytes, tpu_dtype *elem);
 
 /* The storage's current buffer and its element type, made of uint8 zeros when it has none (or one
  * of another size, left by a storage that held the address before). The caller lends it to one
