@@ -38,8 +38,12 @@ CONTENDERS: dict[str, tuple[str | None, str | None]] = {
     "pjrt-fused": ("pjrt", "fused"),
 }
 WARM = "pjrt-fused-warm"  # pjrt-fused again, on the disk cache its cold run wrote
-# (warm-up steps after the first, timed steps) per model.
-RUNS = {"gpt-tiny": (2, 10), "gpt-small": (1, 3)}
+# (warm-up steps after the first, timed steps) per model. gpt-small's PJRT fused steps compile
+# new modules until step 4: storages the caching allocator hands out again keep the element type
+# of their last contents, which the module text names, and that settles after a few steps.
+RUNS = {"gpt-tiny": (2, 10), "gpt-small": (3, 2)}
+# The host driver's gpt-small steps are in the models section; here they would cost a minute.
+SKIP = {"gpt-small": ("host-strict", "host-fused")}
 EXEC_KEYS = (
     "executables_compiled",
     "executables_loaded",
@@ -125,7 +129,7 @@ def run_model(model: str, warmup: int, timed: int, log: Any = print) -> dict[str
     """Every contender on `model`'s train step; results keyed by contender name."""
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-pjrt-") as root:
-        for name in [*CONTENDERS, WARM]:
+        for name in [n for n in [*CONTENDERS, WARM] if n not in SKIP.get(model, ())]:
             cache = os.path.join(root, name.removesuffix("-warm"))
             log(f"pjrt: {model} {name}")
             results[name] = spawn(model, name, cache, warmup, timed)
@@ -153,16 +157,28 @@ def ratio(a: dict[str, Any], b: dict[str, Any]) -> float | None:
     return b["median_s"] / a["median_s"]
 
 
+def made(stats: dict[str, int]) -> str:
+    """Executables compiled or loaded, and the time it took."""
+    if stats["executables_loaded"]:
+        return f"{stats['executables_loaded']} loaded in {fmt_s(stats['executable_load_us'] / 1e6)}"
+    return f"{stats['executables_compiled']} in {fmt_s(stats['executable_compile_us'] / 1e6)}"
+
+
 def split_cells(r: dict[str, Any]) -> list[str]:
-    """First step (compile or load time), executables run per step and their share of it."""
+    """First step (compile or load time), executables made while timed, executables run per step
+    and their share of it."""
     if not r.get("first"):
-        return [fmt_s(r["first_s"]), "", "", ""]
+        return [fmt_s(r["first_s"]), "", "", "", ""]
     f, s, n = r["first"], r["steady"], len(r["step_s"])
-    made = f"{f['executables_compiled']} in {fmt_s(f['executable_compile_us'] / 1e6)}"
-    if f["executables_loaded"]:
-        made = f"{f['executables_loaded']} loaded in {fmt_s(f['executable_load_us'] / 1e6)}"
+    late = made(s) if s["executables_compiled"] or s["executables_loaded"] else "0"
     run_share = s["executable_run_us"] / 1e6 / sum(r["step_s"])
-    return [fmt_s(r["first_s"]), made, fmt_count(s["executable_runs"] / n), fmt_pct(run_share)]
+    return [
+        fmt_s(r["first_s"]),
+        made(f),
+        late,
+        fmt_count(s["executable_runs"] / n),
+        fmt_pct(run_share),
+    ]
 
 
 def table(section: dict[str, Any], fn: Footnotes) -> str:
@@ -173,7 +189,7 @@ def table(section: dict[str, Any], fn: Footnotes) -> str:
         lines = []
         for name, r in res.items():
             if r["status"] != "ok":
-                lines.append([name, f"{r['status']} {fn.mark(r['reason'])}", *[""] * 8])
+                lines.append([name, f"{r['status']} {fn.mark(r['reason'])}", *[""] * 9])
                 continue
             vs_cpu = ratio(r, res["cpu-eager"])
             strict = res.get(name.replace("fused", "strict").removesuffix("-warm"), {})
@@ -197,6 +213,7 @@ def table(section: dict[str, Any], fn: Footnotes) -> str:
             "fused vs strict",
             "first step",
             "executables made",
+            "made while timed",
             "runs / step",
             "run share",
             "device peak",
@@ -204,15 +221,16 @@ def table(section: dict[str, Any], fn: Footnotes) -> str:
         ]
         parts.append(
             f"#### {row['model']} {row['task']} ({row['warmup']} warm-up steps after the first, "
-            f"{row['timed']} timed)\n\n" + md_table(heads, lines, [False] + [True] * 8 + [False])
+            f"{row['timed']} timed)\n\n" + md_table(heads, lines, [False] + [True] * 9 + [False])
         )
     note = (
         "Each contender in its own process, one after the other. Speeds are CPU eager's (or "
         "strict's) median step time over the contender's. The first step compiles (cold: empty "
-        f"disk cache) or loads ({WARM}: the cache pjrt-fused wrote). Runs / step: executables "
-        "launched per timed step; run share: the part of the step from their launch to their "
-        "completion (the rest is Python, lowering, copies and waiting). Losses match CPU eager "
-        f"within rtol {LOSS_RTOL} at every step, else the row says wrong."
+        f"disk cache) or loads ({WARM}: the cache pjrt-fused wrote); made while timed: "
+        "executables compiled or loaded during the timed steps (new modules). Runs / step: "
+        "executables launched per timed step; run share: the part of the step from their launch "
+        "to their completion (the rest is Python, lowering, copies and waiting). Losses match CPU "
+        f"eager within rtol {LOSS_RTOL} at every step, else the row says wrong."
     )
     return "### PJRT driver (XLA CPU plugin): train steps\n\n" + note + "\n\n" + "\n\n".join(parts)
 

@@ -276,7 +276,14 @@ def pjrt_run(step: float, compiled: int = 0, loaded: int = 0) -> dict[str, Any]:
             "executable_compile_us": compiled * 30_000,
             "executable_load_us": loaded * 2_000,
         }
-        r["steady"] = {"executable_runs": 30, "executable_run_us": int(step * 3 * 0.5e6)}
+        r["steady"] = {
+            "executables_compiled": 0,
+            "executables_loaded": 0,
+            "executable_compile_us": 0,
+            "executable_load_us": 0,
+            "executable_runs": 30,
+            "executable_run_us": int(step * 3 * 0.5e6),
+        }
         r["peak_bytes"] = 12 << 20
         r["driver_fallback"] = {"cumsum": 2} if compiled else {}
     return r
