@@ -3,9 +3,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "drivers/pjrt/tpu_pjrt_disk_cache.h"
+#include "exec/tpu_stream.h"
 
 typedef struct entry {
   struct entry *next;
@@ -21,44 +21,30 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static entry *buckets[BUCKETS];
 static tpu_executable_stats stats; /* guarded by mu */
 
-static uint64_t now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 /* The executable of `text`: from disk, else compiled (and written to disk). */
 static tpu_status make_executable(const tpu_pjrt_client *client, const char *text, size_t len,
                                   uint64_t h, tpu_pjrt_executable **out) {
-  uint64_t start = now_us();
+  double start = tpu_now_us();
   tpu_pjrt_disk_cache_load(client, text, len, h, out);
   if (*out) {
     stats.disk_loads++;
-    stats.load_us += now_us() - start;
+    stats.load_us += (uint64_t)(tpu_now_us() - start);
     return TPU_OK;
   }
-  start = now_us();
+  start = tpu_now_us();
   tpu_status st = tpu_pjrt_executable_compile(client, text, len, out);
   if (st != TPU_OK)
     return st;
   stats.compiles++;
-  stats.compile_us += now_us() - start;
+  stats.compile_us += (uint64_t)(tpu_now_us() - start);
   if (tpu_pjrt_disk_cache_store(*out, text, len, h))
     stats.disk_stores++;
   return TPU_OK;
 }
 
-/* FNV-1a. */
-static uint64_t hash_text(const char *text, size_t len) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < len; i++)
-    h = (h ^ (unsigned char)text[i]) * 0x100000001b3ull;
-  return h;
-}
-
 tpu_status tpu_pjrt_cache_get(const tpu_pjrt_client *client, const char *text, size_t len,
                               const tpu_pjrt_executable **out) {
-  uint64_t h = hash_text(text, len);
+  uint64_t h = tpu_pjrt_hash(TPU_PJRT_HASH_SEED, text, len);
   /* Compiles happen under the lock: two threads asking for one module compile it once. */
   pthread_mutex_lock(&mu);
   entry **bucket = &buckets[h % BUCKETS];

@@ -16,7 +16,7 @@ static const char magic[8] = {'T', 'P', 'U', 'X', 'L', 'A', '0', '1'};
 static char dir[4096]; /* empty: the cache is off */
 static atomic_bool warned;
 
-static uint64_t fnv1a(uint64_t h, const void *data, size_t len) {
+uint64_t tpu_pjrt_hash(uint64_t h, const void *data, size_t len) {
   const unsigned char *p = data;
   for (size_t i = 0; i < len; i++)
     h = (h ^ p[i]) * 0x100000001b3ull;
@@ -62,11 +62,11 @@ void tpu_pjrt_disk_cache_open(const tpu_pjrt_client *client, const char *plugin_
       !tpu_pjrt_executable_can_serialize(client->api) || !base_dir(base, sizeof base) ||
       stat(plugin_path, &st) != 0)
     return;
-  uint64_t id = fnv1a(0xcbf29ce484222325ull, magic, sizeof magic);
-  id = fnv1a(id, plugin_path, strlen(plugin_path));
-  id = fnv1a(id, &st.st_size, sizeof st.st_size);
-  id = fnv1a(id, &st.st_mtime, sizeof st.st_mtime);
-  id = fnv1a(id, platform, strlen(platform));
+  uint64_t id = tpu_pjrt_hash(TPU_PJRT_HASH_SEED, magic, sizeof magic);
+  id = tpu_pjrt_hash(id, plugin_path, strlen(plugin_path));
+  id = tpu_pjrt_hash(id, &st.st_size, sizeof st.st_size);
+  id = tpu_pjrt_hash(id, &st.st_mtime, sizeof st.st_mtime);
+  id = tpu_pjrt_hash(id, platform, strlen(platform));
   char path[sizeof dir];
   snprintf(path, sizeof path, "%s/pjrt-%016llx", base, (unsigned long long)id);
   if (!make_dirs(path)) {

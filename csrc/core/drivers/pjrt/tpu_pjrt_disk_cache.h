@@ -13,6 +13,11 @@
 
 #include "drivers/pjrt/tpu_pjrt_executable.h"
 
+/* FNV-1a of `data` continuing from `h` (TPU_PJRT_HASH_SEED to start): module texts' hashes name
+ * their files, and the executable cache (tpu_pjrt_cache.c) keys them the same way. */
+#define TPU_PJRT_HASH_SEED 0xcbf29ce484222325ull
+uint64_t tpu_pjrt_hash(uint64_t h, const void *data, size_t len);
+
 /* Chooses the directory for the client of the plugin at `plugin_path`; `platform` names its
  * platform and version. The cache stays off when turned off, or the plugin cannot serialize. */
 void tpu_pjrt_disk_cache_open(const tpu_pjrt_client *client, const char *plugin_path,

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/tpu_env.h"
@@ -17,6 +16,7 @@
 #include "drivers/pjrt/tpu_pjrt_plugin.h"
 #include "drivers/pjrt/tpu_pjrt_storage.h"
 #include "drivers/pjrt/tpu_pjrt_view.h"
+#include "exec/tpu_stream.h"
 #include "graph/tpu_graph.h"
 #include "ops/tpu_op_fallback.h"
 
@@ -242,12 +242,6 @@ static tpu_status take_results(const tpu_pjrt_program *p, PJRT_Buffer **outs, in
 /* Executable runs and their time from launch to completion, for tpu_executable_stats. */
 static atomic_uint_least64_t runs, run_us;
 
-static uint64_t now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 static void executable_stats(tpu_executable_stats *out) {
   tpu_pjrt_cache_stats(out);
   out->runs = atomic_load(&runs);
@@ -272,10 +266,10 @@ static tpu_status run_program(const tpu_op_call *first, const tpu_pjrt_program *
   bool owned[TPU_HLO_MAX_ARGS] = {0};
   st = bind_args(p, args, owned);
   if (st == TPU_OK) {
-    uint64_t start = now_us();
+    double start = tpu_now_us();
     st = tpu_pjrt_executable_run(exe, args, (size_t)p->n_args, outs, (size_t)p->n_results);
     atomic_fetch_add(&runs, 1);
-    atomic_fetch_add(&run_us, now_us() - start);
+    atomic_fetch_add(&run_us, (uint64_t)(tpu_now_us() - start));
   }
   for (int i = 0; i < p->n_args; i++)
     if (owned[i])

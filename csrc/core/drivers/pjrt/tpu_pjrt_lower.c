@@ -20,7 +20,6 @@ typedef struct lowering {
   int n_storages;
   tpu_buffer *storage[TPU_HLO_MAX_ARGS];
   tpu_hlo_value value[TPU_HLO_MAX_ARGS]; /* each storage's latest contents */
-  tpu_dtype arg_elem[TPU_HLO_MAX_ARGS];  /* the element type of its argument */
   bool written[TPU_HLO_MAX_ARGS];
   bool used[TPU_HLO_MAX_ARGS];  /* value[s] holds its contents */
   int arg_of[TPU_HLO_MAX_ARGS]; /* its argument, or -1 */
@@ -125,7 +124,6 @@ static tpu_hlo_value storage_value(lowering *l, int s, tpu_dtype want) {
   }
   int64_t n = (int64_t)(nbytes / tpu_dtype_size(elem));
   l->arg_of[s] = l->p->n_args;
-  l->arg_elem[s] = elem;
   l->value[s] = tpu_hlo_arg(&l->h, elem, 1, &n, -1);
   if (l->p->n_args < TPU_HLO_MAX_ARGS)
     l->p->args[l->p->n_args++] = (tpu_pjrt_arg){.storage = l->storage[s], .dtype = elem};
@@ -212,8 +210,9 @@ static void finish_results(lowering *l) {
       continue;
     int r = l->p->n_results;
     tpu_dtype elem = l->value[s].elem;
-    if (l->arg_of[s] >= 0 && l->p->n_messages == 0 && l->arg_elem[s] == elem)
-      l->h.arg_alias[l->arg_of[s]] = r;
+    int a = l->arg_of[s]; /* past h's arguments when the module overflowed (refused below) */
+    if (a >= 0 && a < l->h.n_args && l->p->n_messages == 0 && l->h.args[a].elem == elem)
+      l->h.arg_alias[a] = r;
     if (r < TPU_HLO_MAX_RESULTS)
       l->p->results[l->p->n_results++] =
           (tpu_pjrt_result){.storage = l->storage[s], .dtype = elem};
