@@ -36,8 +36,13 @@ PJRT_KNOWN_DIFFERENCES = {
 }
 
 
-# Tests of the host driver itself (its BLAS), which do not apply to the PJRT driver.
-HOST_DRIVER_ONLY = {"test_blas_is_loaded"}
+# Tests of the host driver itself, which do not apply to the PJRT driver, with the reason.
+HOST_DRIVER_ONLY = {
+    "test_blas_is_loaded": "tests the host driver's BLAS",
+    "test_gemm_epilogues_match_strict_bit_for_bit": "tests the host planner's GEMM epilogues",
+    "test_foreach_adamw_step_fuses_per_parameter_and_matches": "tests the host planner's "
+    "grouping, and fused bits equal to strict's (XLA fuses with its own rounding)",
+}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -50,6 +55,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     }
     for item in items:
         if item.name in HOST_DRIVER_ONLY:
-            item.add_marker(pytest.mark.skip(reason="tests the host driver"))
+            item.add_marker(pytest.mark.skip(reason=HOST_DRIVER_ONLY[item.name]))
         if item.name in known:
             item.add_marker(pytest.mark.xfail(reason=known[item.name], strict=True))

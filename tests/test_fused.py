@@ -168,6 +168,17 @@ def test_cut_reasons(fused: None, trigger: Callable[[torch.Tensor], object], rea
     assert y.item() == 3.0
 
 
+def test_ops_with_absent_operands_are_deferred(fused: None) -> None:
+    x = torch.randn(4, 8)
+    dev = x.to(DEV)
+    torch.tpu.synchronize()
+    torch.tpu.reset_fused_stats()
+    y = torch.nn.functional.layer_norm(dev * 2, [8])  # no weight, no bias: absent operands
+    assert not torch.tpu.is_materialized(y)
+    torch.testing.assert_close(y.cpu(), torch.nn.functional.layer_norm(x * 2, [8]))
+    assert cuts() == {"host_read": 1}
+
+
 def test_backward_cuts_where_it_starts_and_ends(fused: None) -> None:
     w = torch.ones(8, device=DEV, requires_grad=True)
     torch.tpu.synchronize()

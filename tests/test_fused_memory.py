@@ -5,6 +5,7 @@ peaks are read from the device allocator, which counts every byte."""
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -25,6 +26,7 @@ def fresh_peak() -> Iterator[None]:
 
 def peak_of(mode: str, fn: Callable[[], torch.Tensor]) -> tuple[torch.Tensor, int]:
     """fn's result on the host and the device's peak above what was allocated before it."""
+    gc.collect()  # tensors of earlier tests freed inside fn would lower the peak below the base
     torch.tpu.synchronize()
     torch.tpu.reset_peak_memory_stats()
     base = torch.tpu.memory_allocated()

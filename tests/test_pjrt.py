@@ -185,3 +185,22 @@ def test_the_disk_cache_can_be_turned_off_and_an_unwritable_one_warns(tmp_path) 
     assert done.returncode == 0, done.stderr
     assert "disk cache cannot make the directory" in done.stderr
     assert f"OUT {out}" in done.stdout
+
+
+@pjrt_only
+def test_a_fused_run_wider_than_one_module_is_cut(eager_mode: str) -> None:
+    # 30 layer norms whose 90 outputs all stay referenced: more results than one module returns.
+    xs = [torch.randn(3, 8) for _ in range(30)]
+    dev = [x.to("tpu") for x in xs]
+    torch.tpu.synchronize()
+    torch.tpu.reset_op_stats()
+    torch.tpu.reset_compile_cache_stats()
+    outs = [torch.native_layer_norm(x, [8], None, None, 1e-5) for x in dev]
+    torch.tpu.synchronize()
+    runs = torch.tpu.compile_cache_stats()["executable_runs"]
+    assert runs == (2 if eager_mode == "fused" else 30)  # fused: cut in two modules, not 30
+    for x, got in zip(xs, outs, strict=True):
+        want = torch.native_layer_norm(x, [8], None, None, 1e-5)
+        for g, w in zip(got, want, strict=True):
+            torch.testing.assert_close(g.cpu(), w)
+    assert torch.tpu.op_stats()["driver_fallback"] == {}

@@ -119,12 +119,14 @@ tpu_eager_mode tpu_stream_eager_mode(tpu_stream *s) {
 }
 
 /* A graph may hold device buffers and host memory the call owns (a scalar operand, a staged
- * copy); other host memory belongs to the caller only until the call returns. */
+ * copy); other host memory belongs to the caller only until the call returns. An empty view (an
+ * absent optional operand, such as a norm without weights) touches no memory. */
 static bool deferrable(const tpu_op_call *call) {
   const char *begin = (const char *)call, *end = (const char *)&call->tensors[0];
   for (int i = 0; i < call->n_inputs + call->n_outputs; i++) {
     const char *host = call->tensors[i].host;
-    if (host && !call->cleanup && (host < begin || host >= end))
+    if (host && !call->cleanup && (host < begin || host >= end) &&
+        tpu_tensor_numel(&call->tensors[i]) > 0)
       return false;
   }
   return true;

@@ -1,7 +1,8 @@
 /* The PJRT driver's lowering without a plugin: op calls over contiguous, transposed, sliced and
  * expanded views become StableHLO text whose arguments and results follow the storages; equal
  * calls give equal text whatever their runtime scalars (the executable cache's key); a bounds
- * check becomes a flag result; losses, embedding backward and attention lower; calls the
+ * check becomes a flag result; losses, embedding backward and attention lower; a run drops the
+ * storages it is told to and knows when it fits one module; the NaN scan lowers; calls the
  * driver cannot lower are refused up front. Under the sanitizers this covers the emitter's string
  * building and view arithmetic. With TORCH_TPU_PJRT_PLUGIN set, each module also compiles. */
 #include <stdlib.h>
@@ -45,7 +46,7 @@ static void give_buffers(tpu_buffer *const *bufs, int n) {
  * compiles when a plugin is there; returns the text. */
 static char *lower(const tpu_op_call *call, int args, int results) {
   tpu_pjrt_program *p = NULL;
-  CHECK_OK_OR(tpu_pjrt_lower(&call, 1, &p), NULL);
+  CHECK_OK_OR(tpu_pjrt_lower(&call, 1, NULL, 0, &p), NULL);
   CHECK(!client || p->n_args == args);
   CHECK(p->n_results == results);
   CHECK(strstr(p->text, "func.func public @main") != NULL);
@@ -73,7 +74,7 @@ static void test_views_of_storages(void) {
   call->scalars[0].f = 1.0;
   /* Nothing wrote a yet: it reads as zeros, a constant; alpha is the one argument. */
   tpu_pjrt_program *fresh = NULL;
-  CHECK_OK(tpu_pjrt_lower((const tpu_op_call *const *)&call, 1, &fresh));
+  CHECK_OK(tpu_pjrt_lower((const tpu_op_call *const *)&call, 1, NULL, 0, &fresh));
   CHECK(fresh && fresh->n_args == 1 && strstr(fresh->text, "stablehlo.constant"));
   tpu_pjrt_program_free(fresh);
   tpu_buffer *both[2] = {a, b};
@@ -220,6 +221,71 @@ static void test_losses_and_attention(void) {
     tpu_buffer_release_storage(buf[i]);
 }
 
+/* A run of two calls where the second reads the first's result: dropping the intermediate's
+ * storage leaves one result; a run whose outputs outnumber a module's results does not fit; the
+ * NaN scan lowers to one flag. */
+static void test_runs_drop_and_fit(void) {
+  enum { N = 4 * TPU_PJRT_MAX_RUN };
+  tpu_buffer *bufs[N] = {NULL};
+  for (int i = 0; i < N; i++)
+    CHECK_OK(tpu_buffer_create(0, 0, COLS * sizeof(float), &bufs[i]));
+  give_buffers(bufs, N);
+  tpu_op_call *calls[N];
+  for (int i = 0; i < N; i++) { /* bufs[i + 1] = -bufs[i], a chain */
+    calls[i] = tpu_op_call_new(TPU_OP_NEG, 1, 1);
+    calls[i]->compute = TPU_FLOAT32;
+    calls[i]->tensors[0] = matrix(bufs[i], TPU_FLOAT32, 1, COLS, COLS, 1, 0);
+    calls[i]->tensors[1] = matrix(bufs[(i + 1) % N], TPU_FLOAT32, 1, COLS, COLS, 1, 0);
+  }
+  const tpu_op_call *const *run = (const tpu_op_call *const *)calls;
+  tpu_pjrt_program *p = NULL;
+  CHECK_OK(tpu_pjrt_lower(run, 2, NULL, 0, &p));
+  CHECK(p && p->n_results == 2);
+  tpu_pjrt_program_free(p);
+  CHECK_OK(tpu_pjrt_lower(run, 2, &bufs[1], 1, &p));
+  CHECK(p && p->n_results == 1 && p->results[0].storage == bufs[2]);
+  tpu_pjrt_program_free(p);
+  bool fits = false;
+  CHECK_OK(tpu_pjrt_run_fits(run, TPU_PJRT_MAX_RUN, &fits));
+  CHECK(fits); /* 32 results */
+  /* Three outputs a call: past the module's results. */
+  tpu_op_call *norms[TPU_PJRT_MAX_RUN];
+  for (int i = 0; i < TPU_PJRT_MAX_RUN; i++) {
+    norms[i] = tpu_op_call_new(TPU_OP_LAYER_NORM, 3, 3);
+    norms[i]->compute = TPU_FLOAT32;
+    tpu_tensor stats = {.dtype = TPU_FLOAT32, .ndim = 1, .sizes = {2}, .strides = {1}};
+    norms[i]->tensors[0] = matrix(bufs[4 * i], TPU_FLOAT32, 2, COLS / 2, COLS / 2, 1, 0);
+    norms[i]->tensors[1] = (tpu_tensor){.dtype = TPU_FLOAT32, .ndim = 1}; /* absent */
+    norms[i]->tensors[2] = norms[i]->tensors[1];
+    norms[i]->tensors[3] = matrix(bufs[4 * i + 1], TPU_FLOAT32, 2, COLS / 2, COLS / 2, 1, 0);
+    norms[i]->tensors[4] = norms[i]->tensors[5] = stats;
+    norms[i]->tensors[4].buf = bufs[4 * i + 2];
+    norms[i]->tensors[5].buf = bufs[4 * i + 3];
+    norms[i]->scalars[0].f = 1e-5;
+  }
+  CHECK_OK(tpu_pjrt_run_fits((const tpu_op_call *const *)norms, TPU_PJRT_MAX_RUN, &fits));
+  CHECK(!fits);
+  CHECK_OK(tpu_pjrt_run_fits((const tpu_op_call *const *)norms, 2, &fits));
+  CHECK(fits);
+  uint8_t flag = 0;
+  tpu_tensor flag_view = {.dtype = TPU_UINT8, .host = &flag};
+  CHECK(tpu_pjrt_nonfinite_lowers(&calls[0]->tensors[0]));
+  CHECK_OK(tpu_pjrt_lower_nonfinite(&calls[0]->tensors[0], &flag_view, &p));
+  CHECK(p && p->n_results == 1 && p->results[0].host == &flag_view);
+  CHECK(p && strstr(p->text, "stablehlo.is_finite") && strstr(p->text, "-> tensor<1x8xi1>"));
+  if (client && p) {
+    const tpu_pjrt_executable *exe;
+    CHECK_OK(tpu_pjrt_cache_get(client, p->text, p->len, &exe));
+  }
+  tpu_pjrt_program_free(p);
+  for (int i = 0; i < TPU_PJRT_MAX_RUN; i++)
+    tpu_op_call_free(norms[i]);
+  for (int i = 0; i < N; i++) {
+    tpu_op_call_free(calls[i]);
+    tpu_buffer_release_storage(bufs[i]);
+  }
+}
+
 int main(void) {
   TEST_MAIN_BEGIN();
   const char *path = tpu_env_get("TORCH_TPU_PJRT_PLUGIN");
@@ -229,5 +295,6 @@ int main(void) {
   RUN_TEST(test_views_of_storages);
   RUN_TEST(test_families);
   RUN_TEST(test_losses_and_attention);
+  RUN_TEST(test_runs_drop_and_fit);
   TEST_MAIN_END();
 }

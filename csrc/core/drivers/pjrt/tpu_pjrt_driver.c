@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "base/tpu_env.h"
+#include "drivers/host/engine/engine_nonfinite.h"
 #include "drivers/pjrt/tpu_pjrt_buffer.h"
 #include "drivers/pjrt/tpu_pjrt_cache.h"
 #include "drivers/pjrt/tpu_pjrt_disk_cache.h"
@@ -254,13 +255,14 @@ static void reset_executable_stats(void) {
   atomic_store(&run_us, 0);
 }
 
-static tpu_status run_program(const tpu_op_call *first, const tpu_pjrt_program *p, int *failed) {
+/* Compiles (or finds) and runs program p for `what` (an op's name, for errors). */
+static tpu_status run_program(const char *what, const tpu_pjrt_program *p, int *failed) {
   const tpu_pjrt_executable *exe;
   tpu_status st = tpu_pjrt_cache_get(client, p->text, p->len, &exe);
   if (st != TPU_OK) {
     char why[2048]; /* copied: tpu_error writes the slot it would read */
     snprintf(why, sizeof why, "%s", tpu_last_error());
-    return tpu_error(st, "compiling tpu op '%s' for PJRT: %s", tpu_op_name(first->op), why);
+    return tpu_error(st, "compiling tpu op '%s' for PJRT: %s", what, why);
   }
   PJRT_Buffer *args[TPU_HLO_MAX_ARGS] = {0}, *outs[TPU_HLO_MAX_RESULTS] = {0};
   bool owned[TPU_HLO_MAX_ARGS] = {0};
@@ -277,14 +279,16 @@ static tpu_status run_program(const tpu_op_call *first, const tpu_pjrt_program *
   return st == TPU_OK ? take_results(p, outs, failed) : st;
 }
 
-/* Lowers and runs calls[0..n) as one module; on an error, *failed is the index of the call it is
- * about (0 when it is about the whole run). */
-static tpu_status run_calls(const tpu_op_call *const *calls, int n, int *failed) {
+/* Lowers and runs calls[0..n) as one module, returning no storage of dropped[0..n_dropped); on an
+ * error, *failed is the index of the call it is about (0 when it is about the whole run). */
+static tpu_status run_calls(const tpu_op_call *const *calls, int n, tpu_buffer *const *dropped,
+                            int n_dropped, int *failed) {
   tpu_pjrt_program *p;
   *failed = 0;
-  tpu_status st = tpu_pjrt_lower(calls, n, &p);
-  if (st == TPU_OK)
-    st = run_program(calls[0], p, failed);
+  tpu_status st = tpu_pjrt_lower(calls, n, dropped, n_dropped, &p);
+  /* A run whose results are all dropped (and that checks nothing) has no effect. */
+  if (st == TPU_OK && p->n_results > 0)
+    st = run_program(tpu_op_name(calls[0]->op), p, failed);
   tpu_pjrt_program_free(p);
   return st;
 }
@@ -326,15 +330,19 @@ static tpu_status pjrt_op_run(const tpu_op_call *call) {
   if (copy_direct(call, &st))
     return st;
   int failed;
-  return run_calls(&call, 1, &failed);
+  return run_calls(&call, 1, NULL, 0, &failed);
 }
 
 /* A fused graph's plan: its nodes cut into steps, each a run of lowerable nodes compiled as one
  * module (at most TPU_PJRT_MAX_RUN), or a single node the driver runs alone (a copy to the host)
- * or the core's fallback runs. Lowerability depends on the graph's structure alone, so equal
- * graphs share the plan. */
+ * or the core's fallback runs; and which outputs reach memory. A module keeps a storage's
+ * contents inside it when no version it writes there is needed by the caller or read by another
+ * step (an intermediate): that storage is no result of the module and never gets memory.
+ * Lowerability and needed flags are structure, so equal graphs share the plan. */
 typedef struct plan {
   int n_steps;
+  int *out_base; /* node n's outputs are stores[out_base[n] ...] */
+  bool *stores;
   struct step {
     int first, count;
     bool module;
@@ -351,12 +359,96 @@ static bool in_module(const tpu_op_call *c) {
   return true;
 }
 
-static tpu_status pjrt_graph_compile(const tpu_graph *g, void **out) {
-  plan *pl = malloc(sizeof *pl + (size_t)(g->n_nodes ? g->n_nodes : 1) * sizeof pl->steps[0]);
+static void pjrt_graph_free(void *p) {
+  plan *pl = p;
   if (!pl)
+    return;
+  free(pl->out_base);
+  free(pl->stores);
+  free(pl);
+}
+
+/* Fills pl->stores once the steps are cut (step_of[n]: node n's step). A version must reach
+ * memory when the caller needs it or a node of another step reads (or partly overwrites) it; in a
+ * module, then, so must every version of its slot the module writes, since the module returns a
+ * storage's last contents only. */
+static void plan_stores(const tpu_graph *g, plan *pl, const int *step_of, bool *keep_slot) {
+  int total = pl->out_base[g->n_nodes];
+  for (int f = 0; f < total; f++)
+    pl->stores[f] = false;
+  for (int m = 0; m < g->n_nodes; m++) {
+    const tpu_graph_node *node = &g->nodes[m];
+    for (int i = 0; i < node->call->n_inputs + node->call->n_outputs; i++) {
+      const tpu_graph_ref *r = &node->refs[i];
+      if (r->node >= 0 && step_of[r->node] != step_of[m])
+        pl->stores[pl->out_base[r->node] + r->index] = true;
+    }
+    for (int k = 0; k < node->call->n_outputs; k++)
+      pl->stores[pl->out_base[m] + k] |= node->refs[node->call->n_inputs + k].needed ||
+                                         !pl->steps[step_of[m]].module;
+  }
+  /* Per step: clear the written slots, gather whether any version stays, spread it back. */
+  for (int s = 0; s < pl->n_steps; s++)
+    for (int pass = 0; pass < 3; pass++)
+      for (int n = pl->steps[s].first; n < pl->steps[s].first + pl->steps[s].count; n++) {
+        const tpu_graph_node *node = &g->nodes[n];
+        for (int k = 0; k < node->call->n_outputs; k++) {
+          int slot = node->refs[node->call->n_inputs + k].slot, f = pl->out_base[n] + k;
+          if (slot < 0)
+            continue;
+          if (pass == 0)
+            keep_slot[slot] = false;
+          else if (pass == 1)
+            keep_slot[slot] |= pl->stores[f];
+          else
+            pl->stores[f] = keep_slot[slot];
+        }
+      }
+}
+
+/* Shortens module step s to the longest run of its nodes that one module holds (at least one
+ * node): most runs fit whole, so the prefix is searched only when the whole does not. */
+static tpu_status fit_step(const tpu_graph *g, struct step *s) {
+  const tpu_op_call *calls[TPU_PJRT_MAX_RUN];
+  for (int i = 0; i < s->count; i++)
+    calls[i] = g->nodes[s->first + i].call;
+  bool fits;
+  tpu_status st = tpu_pjrt_run_fits(calls, s->count, &fits);
+  if (st != TPU_OK || fits)
+    return st;
+  int lo = 1, hi = s->count - 1; /* the answer lies in [lo, hi] */
+  while (st == TPU_OK && lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    st = tpu_pjrt_run_fits(calls, mid, &fits);
+    if (fits)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  s->count = lo;
+  return st;
+}
+
+static tpu_status pjrt_graph_compile(const tpu_graph *g, void **out) {
+  plan *pl = calloc(1, sizeof *pl + (size_t)(g->n_nodes ? g->n_nodes : 1) * sizeof pl->steps[0]);
+  int *step_of = malloc((size_t)(g->n_nodes + 1) * sizeof *step_of);
+  bool *keep_slot = malloc((size_t)(g->n_slots + 1) * sizeof *keep_slot);
+  if (pl)
+    pl->out_base = malloc((size_t)(g->n_nodes + 1) * sizeof *pl->out_base);
+  if (pl && pl->out_base) {
+    pl->out_base[0] = 0;
+    for (int n = 0; n < g->n_nodes; n++)
+      pl->out_base[n + 1] = pl->out_base[n] + g->nodes[n].call->n_outputs;
+    pl->stores = malloc((size_t)pl->out_base[g->n_nodes] + 1);
+  }
+  if (!pl || !pl->out_base || !pl->stores || !step_of || !keep_slot) {
+    pjrt_graph_free(pl);
+    free(step_of);
+    free(keep_slot);
     return tpu_error(TPU_ERR_OUT_OF_MEMORY, "out of host memory for a PJRT graph plan");
-  pl->n_steps = 0;
-  for (int n = 0; n < g->n_nodes;) {
+  }
+  tpu_status st = TPU_OK;
+  for (int n = 0; st == TPU_OK && n < g->n_nodes;) {
     struct step *s = &pl->steps[pl->n_steps++];
     s->first = n;
     s->module = in_module(g->nodes[n].call);
@@ -364,13 +456,24 @@ static tpu_status pjrt_graph_compile(const tpu_graph *g, void **out) {
     while (s->module && n + s->count < g->n_nodes && s->count < TPU_PJRT_MAX_RUN &&
            in_module(g->nodes[n + s->count].call))
       s->count++;
+    if (s->module)
+      st = fit_step(g, s);
+    for (int i = 0; i < s->count; i++)
+      step_of[n + i] = pl->n_steps - 1;
     n += s->count;
   }
+  if (st != TPU_OK) {
+    pjrt_graph_free(pl);
+    free(step_of);
+    free(keep_slot);
+    return st;
+  }
+  plan_stores(g, pl, step_of, keep_slot);
+  free(step_of);
+  free(keep_slot);
   *out = pl;
   return TPU_OK;
 }
-
-static void pjrt_graph_free(void *pl) { free(pl); }
 
 static bool pjrt_graph_step(const void *p, int i, int *first, int *count) {
   const plan *pl = p;
@@ -381,14 +484,29 @@ static bool pjrt_graph_step(const void *p, int i, int *first, int *count) {
   return true;
 }
 
-/* Runs one step; on an error, *failed is the index in the step of the node it is about. */
-static tpu_status run_step(const tpu_graph *g, const struct step *s, int *failed) {
+static bool pjrt_graph_stores(const void *p, int node, int out) {
+  const plan *pl = p;
+  return pl->stores[pl->out_base[node] + out];
+}
+
+/* Runs one step, its module returning no storage the plan keeps inside it; on an error, *failed
+ * is the index in the step of the node it is about. */
+static tpu_status run_step(const plan *pl, const tpu_graph *g, const struct step *s,
+                           int *failed) {
+  tpu_buffer *dropped[TPU_HLO_MAX_ARGS];
+  int n_dropped = 0;
   *failed = 0;
   for (int n = s->first; n < s->first + s->count; n++) {
     const tpu_op_call *c = g->nodes[n].call;
     for (int o = c->n_inputs; o < c->n_inputs + c->n_outputs; o++) {
       tpu_buffer *b = c->tensors[o].buf;
-      if (b && !tpu_buffer_is_live(b) && !tpu_buffer_memory(b)) {
+      if (b && !pl->stores[pl->out_base[n] + o - c->n_inputs]) {
+        bool seen = false; /* at most one entry per storage: there are as many as arguments */
+        for (int i = 0; i < n_dropped && !seen; i++)
+          seen = dropped[i] == b;
+        if (!seen && n_dropped < TPU_HLO_MAX_ARGS)
+          dropped[n_dropped++] = b;
+      } else if (b && !tpu_buffer_is_live(b) && !tpu_buffer_memory(b)) {
         tpu_status st = tpu_buffer_materialize(b);
         if (st != TPU_OK)
           return st;
@@ -400,18 +518,20 @@ static tpu_status run_step(const tpu_graph *g, const struct step *s, int *failed
   const tpu_op_call *calls[TPU_PJRT_MAX_RUN];
   for (int i = 0; i < s->count; i++)
     calls[i] = g->nodes[s->first + i].call;
-  tpu_status st = run_calls(calls, s->count, failed);
-  if (st != TPU_ERR_NOT_IMPLEMENTED)
+  tpu_status st = run_calls(calls, s->count, dropped, n_dropped, failed);
+  if (st == TPU_OK || *failed == 0)
     return st;
-  /* A run too wide for one module runs node by node. */
-  for (int i = 0; i < s->count; i++) {
-    st = tpu_op_run(calls[i]);
-    if (st != TPU_OK) {
-      *failed = i;
-      return st;
-    }
+  /* A failed check stored nothing: the nodes before the failing one run again, as the host would
+   * have run them. */
+  char message[4096]; /* copied: the run writes the thread's error text */
+  snprintf(message, sizeof message, "%s", tpu_last_error());
+  int failed_again;
+  tpu_status again = run_calls(calls, *failed, dropped, n_dropped, &failed_again);
+  if (again != TPU_OK) {
+    *failed = failed_again;
+    return again;
   }
-  return TPU_OK;
+  return tpu_error(st, "%s", message);
 }
 
 static tpu_status pjrt_graph_run(const void *p, const tpu_graph *g) {
@@ -426,20 +546,76 @@ static tpu_status pjrt_graph_run(const void *p, const tpu_graph *g) {
       continue;
     }
     int failed;
-    tpu_status st = run_step(g, s, &failed);
+    tpu_status st = run_step(pl, g, s, &failed);
     if (st != TPU_OK) {
       char message[4096]; /* copied: poisoning may overwrite the thread's error text */
       snprintf(message, sizeof message, "%s", tpu_last_error());
-      /* The whole step is poisoned: a module that failed stored none of its nodes' outputs. */
+      /* From the failing node on: run_step stored the outputs of the nodes before it. */
       const char *op = tpu_op_name(g->nodes[s->first + failed].call->op);
-      tpu_graph_poison_outputs(g, s->first, g->n_nodes, op, message);
+      tpu_graph_poison_outputs(g, s->first + failed, g->n_nodes, op, message);
       return tpu_error(st, "'%s' failed: %s", op, message);
     }
   }
   return TPU_OK;
 }
 
+/* View t over a host copy of its storage's bytes (*mem, malloc'd, freed by the caller). */
+static tpu_status host_copy(const tpu_tensor *t, tpu_tensor *copy, void **mem) {
+  size_t nbytes = tpu_buffer_nbytes(t->buf);
+  *mem = malloc(nbytes ? nbytes : 1);
+  if (!*mem)
+    return tpu_error(TPU_ERR_OUT_OF_MEMORY, "out of host memory for %zu bytes", nbytes);
+  PJRT_Buffer *buf;
+  tpu_dtype elem;
+  tpu_status st = tpu_pjrt_storage_get(client, 0, tpu_buffer_memory(t->buf), nbytes, &buf, &elem);
+  if (st == TPU_OK)
+    st = tpu_pjrt_buffer_to_host(client, buf, *mem, nbytes);
+  *copy = *t;
+  copy->buf = NULL;
+  copy->host = *mem;
+  return st;
+}
+
+/* Debug mode's scan (TPU_PROC_HAS_NONFINITE): on the device, one byte coming back, where the view
+ * lowers; on a host copy of the storage otherwise (complex dtypes). A scan that cannot run (out
+ * of memory) finds nothing. */
+static bool has_nonfinite(const tpu_tensor *t) {
+  if (!t->buf || !tpu_dtype_has_nonfinite(t->dtype) || tpu_tensor_numel(t) == 0)
+    return t->buf ? false : tpu_has_nonfinite(t);
+  if (!tpu_pjrt_nonfinite_lowers(t)) {
+    tpu_tensor copy;
+    void *mem;
+    bool found = host_copy(t, &copy, &mem) == TPU_OK && tpu_has_nonfinite(&copy);
+    free(mem);
+    return found;
+  }
+  uint8_t flag = 0;
+  tpu_tensor flag_view = {.dtype = TPU_UINT8, .ndim = 0, .host = &flag};
+  tpu_pjrt_program *p;
+  int failed;
+  tpu_status st = tpu_pjrt_lower_nonfinite(t, &flag_view, &p);
+  if (st == TPU_OK)
+    st = run_program("nan_scan", p, &failed);
+  tpu_pjrt_program_free(p);
+  return st == TPU_OK && flag;
+}
+
+/* For the error message only: the first one, found on a host copy (TPU_PROC_FIRST_NONFINITE). */
+static bool first_nonfinite(const tpu_tensor *t, int64_t *index, double *value) {
+  if (!t->buf)
+    return tpu_first_nonfinite(t, index, value);
+  tpu_tensor copy;
+  void *mem;
+  bool found = host_copy(t, &copy, &mem) == TPU_OK && tpu_first_nonfinite(&copy, index, value);
+  free(mem);
+  return found;
+}
+
 static tpu_proc pjrt_proc(const char *name) {
+  if (strcmp(name, TPU_PROC_HAS_NONFINITE) == 0)
+    return (tpu_proc)has_nonfinite;
+  if (strcmp(name, TPU_PROC_FIRST_NONFINITE) == 0)
+    return (tpu_proc)first_nonfinite;
   if (strcmp(name, TPU_PROC_EXECUTABLE_STATS) == 0)
     return (tpu_proc)executable_stats;
   if (strcmp(name, TPU_PROC_RESET_EXECUTABLE_STATS) == 0)
@@ -460,6 +636,7 @@ static const tpu_driver_i pjrt_driver = {
     .graph_free = pjrt_graph_free,
     .graph_run = pjrt_graph_run,
     .graph_step = pjrt_graph_step,
+    .graph_stores = pjrt_graph_stores,
     .get_proc_address = pjrt_proc,
 };
 

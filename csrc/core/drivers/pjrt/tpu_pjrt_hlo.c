@@ -233,7 +233,9 @@ tpu_hlo_value tpu_hlo_unary(tpu_hlo *h, const char *op, tpu_hlo_value x) {
   char name[64];
   snprintf(name, sizeof name, "stablehlo.%s", op);
   const tpu_hlo_value *ops[] = {&x};
-  return simple_op(h, name, ops, 1, new_value(h, x.elem, x.rank, x.dims));
+  /* is_finite answers in booleans; every other unary op keeps its operand's type. */
+  tpu_hlo_elem elem = strcmp(op, "is_finite") == 0 ? TPU_BOOL : x.elem;
+  return simple_op(h, name, ops, 1, new_value(h, elem, x.rank, x.dims));
 }
 
 tpu_hlo_value tpu_hlo_chlo_unary(tpu_hlo *h, const char *op, tpu_hlo_value x) {

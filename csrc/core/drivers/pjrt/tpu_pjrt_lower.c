@@ -15,6 +15,7 @@
 typedef struct lowering {
   tpu_hlo h;
   const tpu_op_call *call; /* the call being lowered, calls[call_index] of the run */
+  bool every_storage_an_arg; /* as if every storage had a buffer: the widest this run lowers */
   int call_index;
   tpu_pjrt_program *p;
   int n_storages;
@@ -114,7 +115,10 @@ static tpu_hlo_value storage_value(lowering *l, int s, tpu_dtype want) {
   l->used[s] = true;
   size_t nbytes = tpu_buffer_nbytes(l->storage[s]);
   tpu_dtype elem;
-  if (!tpu_pjrt_storage_elem(tpu_buffer_memory(l->storage[s]), nbytes, &elem)) {
+  if (l->every_storage_an_arg) {
+    elem = tpu_pjrt_view_storage_elem(want);
+    elem = nbytes % tpu_dtype_size(elem) == 0 ? elem : TPU_UINT8;
+  } else if (!tpu_pjrt_storage_elem(tpu_buffer_memory(l->storage[s]), nbytes, &elem)) {
     elem = tpu_pjrt_view_storage_elem(want);
     elem = nbytes % tpu_dtype_size(elem) == 0 ? elem : TPU_UINT8;
     tpu_hlo_value like = {.elem = elem, .rank = 1};
@@ -202,11 +206,18 @@ static void add_check(lowering *l, tpu_hlo_value flag, const char *message) {
   tpu_hlo_result(&l->h, flag);
 }
 
-/* One result per written storage; each argument that held one donates its buffer to it (when
- * the types agree), unless a check may fail the run. */
-static void finish_results(lowering *l) {
+static bool is_dropped(tpu_buffer *b, tpu_buffer *const *dropped, int n_dropped) {
+  for (int i = 0; i < n_dropped; i++)
+    if (dropped[i] == b)
+      return true;
+  return false;
+}
+
+/* One result per written storage not dropped; each argument that held one donates its buffer to
+ * it (when the types agree), unless a check may fail the run. */
+static void finish_results(lowering *l, tpu_buffer *const *dropped, int n_dropped) {
   for (int s = 0; s < l->n_storages; s++) {
-    if (!l->written[s])
+    if (!l->written[s] || is_dropped(l->storage[s], dropped, n_dropped))
       continue;
     int r = l->p->n_results;
     tpu_dtype elem = l->value[s].elem;
@@ -294,36 +305,28 @@ static void lower_call(lowering *l, const tpu_op_call *call) {
   }
 }
 
-tpu_status tpu_pjrt_lower(const tpu_op_call *const *calls, int n, tpu_pjrt_program **out) {
+/* Builds one program from body(l, ctx), which adds its ops to the module; `what` names them in
+ * errors. */
+static tpu_status lower_module(void (*body)(lowering *l, const void *ctx), const void *ctx,
+                               const char *what, tpu_buffer *const *dropped, int n_dropped,
+                               bool widest, tpu_pjrt_program **out) {
   *out = NULL;
-  if (n < 1 || n > TPU_PJRT_MAX_RUN)
-    return tpu_error(TPU_ERR_VALUE, "a PJRT module holds 1 to %d calls, not %d",
-                     TPU_PJRT_MAX_RUN, n);
-  for (int i = 0; i < n; i++)
-    if (!tpu_pjrt_lowerable(calls[i]))
-      return tpu_error(TPU_ERR_NOT_IMPLEMENTED, "the PJRT driver has no lowering for %s",
-                       tpu_op_name(calls[i]->op));
   tpu_pjrt_program *p = calloc(1, sizeof *p);
   lowering *l = p ? calloc(1, sizeof *l) : NULL;
   if (!l) {
     free(p);
-    return tpu_error(TPU_ERR_OUT_OF_MEMORY, "out of host memory to lower %s",
-                     tpu_op_name(calls[0]->op));
+    return tpu_error(TPU_ERR_OUT_OF_MEMORY, "out of host memory to lower %s", what);
   }
   tpu_hlo_init(&l->h);
   l->p = p;
-  for (int i = 0; i < n; i++) {
-    l->call_index = i;
-    lower_call(l, calls[i]);
-  }
-  finish_results(l);
+  l->every_storage_an_arg = widest;
+  body(l, ctx);
+  finish_results(l, dropped, n_dropped);
   bool too_many = p->n_args != l->h.n_args || p->n_results != l->h.n_results ||
                   l->n_storages == TPU_HLO_MAX_ARGS || l->h.n_args == TPU_HLO_MAX_ARGS ||
                   l->h.n_results == TPU_HLO_MAX_RESULTS;
   tpu_status st = too_many ? tpu_error(TPU_ERR_NOT_IMPLEMENTED,
-                                       "%d calls from %s on have more operands than one PJRT "
-                                       "module holds",
-                                       n, tpu_op_name(calls[0]->op))
+                                       "%s: more operands than one PJRT module holds", what)
                            : tpu_hlo_finish(&l->h, &p->text, &p->len);
   tpu_hlo_free(&l->h);
   free(l);
@@ -333,6 +336,71 @@ tpu_status tpu_pjrt_lower(const tpu_op_call *const *calls, int n, tpu_pjrt_progr
   }
   *out = p;
   return TPU_OK;
+}
+
+typedef struct run {
+  const tpu_op_call *const *calls;
+  int n;
+} run;
+
+static void lower_calls(lowering *l, const void *ctx) {
+  const run *r = ctx;
+  for (int i = 0; i < r->n; i++) {
+    l->call_index = i;
+    lower_call(l, r->calls[i]);
+  }
+}
+
+static tpu_status lower_run(const tpu_op_call *const *calls, int n, tpu_buffer *const *dropped,
+                            int n_dropped, bool widest, tpu_pjrt_program **out) {
+  *out = NULL;
+  if (n < 1 || n > TPU_PJRT_MAX_RUN)
+    return tpu_error(TPU_ERR_VALUE, "a PJRT module holds 1 to %d calls, not %d",
+                     TPU_PJRT_MAX_RUN, n);
+  for (int i = 0; i < n; i++)
+    if (!tpu_pjrt_lowerable(calls[i]))
+      return tpu_error(TPU_ERR_NOT_IMPLEMENTED, "the PJRT driver has no lowering for %s",
+                       tpu_op_name(calls[i]->op));
+  char what[96];
+  snprintf(what, sizeof what, "%d calls from %s on", n, tpu_op_name(calls[0]->op));
+  run r = {calls, n};
+  return lower_module(lower_calls, &r, what, dropped, n_dropped, widest, out);
+}
+
+tpu_status tpu_pjrt_lower(const tpu_op_call *const *calls, int n, tpu_buffer *const *dropped,
+                          int n_dropped, tpu_pjrt_program **out) {
+  return lower_run(calls, n, dropped, n_dropped, false, out);
+}
+
+tpu_status tpu_pjrt_run_fits(const tpu_op_call *const *calls, int n, bool *fits) {
+  tpu_pjrt_program *p;
+  tpu_status st = lower_run(calls, n, NULL, 0, true, &p);
+  tpu_pjrt_program_free(p);
+  *fits = st == TPU_OK;
+  return st == TPU_ERR_NOT_IMPLEMENTED ? TPU_OK : st;
+}
+
+bool tpu_pjrt_nonfinite_lowers(const tpu_tensor *t) {
+  return t->buf && tpu_dtype_is_floating(t->dtype) && tpu_dtype_is_computable(t->dtype) &&
+         !tpu_dtype_is_complex(t->dtype) && tpu_tensor_check(t) == TPU_OK &&
+         tpu_tensor_numel(t) > 0 && tpu_pjrt_view_supported(t, false);
+}
+
+static void lower_scan(lowering *l, const void *ctx) {
+  const tpu_tensor *const *view_and_flag = ctx;
+  tpu_hlo_value v = read_input(l, view_and_flag[0]);
+  tpu_hlo_value bad = tpu_hlo_unary(&l->h, "not", tpu_hlo_unary(&l->h, "is_finite", v));
+  write_output(l, view_and_flag[1], tpu_hlo_any(&l->h, bad));
+}
+
+tpu_status tpu_pjrt_lower_nonfinite(const tpu_tensor *t, const tpu_tensor *flag,
+                                    tpu_pjrt_program **out) {
+  *out = NULL;
+  if (!tpu_pjrt_nonfinite_lowers(t))
+    return tpu_error(TPU_ERR_NOT_IMPLEMENTED, "the PJRT driver cannot scan this %s view",
+                     tpu_dtype_name(t->dtype));
+  const tpu_tensor *view_and_flag[2] = {t, flag};
+  return lower_module(lower_scan, view_and_flag, "a NaN scan", NULL, 0, false, out);
 }
 
 void tpu_pjrt_program_free(tpu_pjrt_program *p) {

@@ -53,9 +53,25 @@ typedef struct tpu_pjrt_program {
 bool tpu_pjrt_lowerable(const tpu_op_call *call);
 
 /* Lowers calls[0..n) (1 <= n <= TPU_PJRT_MAX_RUN, in order) into one program, *out (freed with
- * tpu_pjrt_program_free). TPU_ERR_NOT_IMPLEMENTED for a call tpu_pjrt_lowerable refuses, or for
- * a run whose operands exceed the module's limits. */
-tpu_status tpu_pjrt_lower(const tpu_op_call *const *calls, int n, tpu_pjrt_program **out);
+ * tpu_pjrt_program_free). The storages dropped[0..n_dropped) are ones nothing reads after the
+ * run (a fused graph's intermediates): the module computes with them but returns none.
+ * TPU_ERR_NOT_IMPLEMENTED for a call tpu_pjrt_lowerable refuses, or for a run whose operands
+ * exceed the module's limits. */
+tpu_status tpu_pjrt_lower(const tpu_op_call *const *calls, int n, tpu_buffer *const *dropped,
+                          int n_dropped, tpu_pjrt_program **out);
+
+/* *fits: whether calls[0..n) (each lowerable) fit one module, whatever buffers their storages
+ * have then and whichever they drop: judged by lowering them as if every storage were an
+ * argument. Errors other than the module's limits (out of host memory) return. */
+tpu_status tpu_pjrt_run_fits(const tpu_op_call *const *calls, int n, bool *fits);
+
+/* Whether tpu_pjrt_lower_nonfinite scans device view t (a floating dtype it computes in). */
+bool tpu_pjrt_nonfinite_lowers(const tpu_tensor *t);
+
+/* A program writing 1 into `flag` (a 0-d uint8 host view) when view t holds a NaN or an
+ * infinity, else 0: debug mode's scan, on the device. */
+tpu_status tpu_pjrt_lower_nonfinite(const tpu_tensor *t, const tpu_tensor *flag,
+                                    tpu_pjrt_program **out);
 
 void tpu_pjrt_program_free(tpu_pjrt_program *p);
 

@@ -7,8 +7,9 @@ enum { F = 1, I = 2, B = 4 };
 
 static int kinds_of(tpu_op_id op) {
   switch (op) {
-  case TPU_OP_ADD: case TPU_OP_MUL: case TPU_OP_MAXIMUM: case TPU_OP_MINIMUM:
-  case TPU_OP_NEG: case TPU_OP_ABS: case TPU_OP_CLAMP: case TPU_OP_CLAMP_MIN:
+  case TPU_OP_MUL: case TPU_OP_MAXIMUM: case TPU_OP_MINIMUM:
+    return F | I | B;
+  case TPU_OP_ADD: case TPU_OP_NEG: case TPU_OP_ABS: case TPU_OP_CLAMP: case TPU_OP_CLAMP_MIN:
   case TPU_OP_CLAMP_MAX: case TPU_OP_FLOOR: case TPU_OP_CEIL: case TPU_OP_ROUND:
   case TPU_OP_TRUNC: case TPU_OP_THRESHOLD:
     return F | I;
@@ -249,9 +250,12 @@ static tpu_hlo_value emit_any(ew *e, const tpu_hlo_value *x) {
   tpu_hlo_value a = x[0], b = e->call->n_inputs > 1 ? x[1] : x[0];
   switch (e->call->op) {
   case TPU_OP_ADD: return bin(e, "add", a, bin(e, "multiply", scal(e, 0), b));
-  case TPU_OP_MUL: return bin(e, "multiply", a, b);
-  case TPU_OP_MAXIMUM: return minmax(e, "maximum", a, b);
-  case TPU_OP_MINIMUM: return minmax(e, "minimum", a, b);
+  /* On bool: a product is an and, the larger an or, the smaller an and. */
+  case TPU_OP_MUL: return bin(e, e->compute == TPU_BOOL ? "and" : "multiply", a, b);
+  case TPU_OP_MAXIMUM:
+    return e->compute == TPU_BOOL ? bin(e, "or", a, b) : minmax(e, "maximum", a, b);
+  case TPU_OP_MINIMUM:
+    return e->compute == TPU_BOOL ? bin(e, "and", a, b) : minmax(e, "minimum", a, b);
   case TPU_OP_NEG: return un(e, "negate", a);
   case TPU_OP_ABS: return e->compute == TPU_UINT8 ? a : un(e, "abs", a);
   case TPU_OP_CLAMP:
