@@ -107,13 +107,37 @@ def test_unlowered_ops_fall_back_counted_and_correct() -> None:
     assert stats["fallback"] == {}
 
 
+RANDOM_SCRIPT = """
+import torch, torch_tpu
+torch.tpu.set_eager_mode({mode!r})
+torch.manual_seed(7)
+x = torch.randn(7, 5, device="tpu")  # the host's kernel on either driver
+draws = [torch.rand(1000, device="tpu"), torch.rand(3, 4, dtype=torch.float64, device="tpu")]
+for dtype in (torch.float32, torch.float64, torch.bfloat16, torch.float16):
+    draws.append(torch.empty(6, 9, dtype=dtype, device="tpu").uniform_(-3.0, 5.5))
+draws.append(torch.empty(10, 10, device="tpu").t().uniform_())  # a transposed view
+draws.append(torch.empty(64, dtype=torch.int64, device="tpu").bernoulli_(0.3))
+x.requires_grad_(True)
+y = torch.nn.functional.dropout(x * 2, p=0.4, training=True)
+y.sum().backward()
+draws += [x, y, x.grad, torch.nn.functional.dropout(x.half(), p=0.5)]
+torch.tpu.synchronize()
+for d in draws:
+    print(d.dtype, d.detach().cpu().double().flatten().tolist())
+print(sorted(torch.tpu.op_stats()["driver_fallback"]))
+"""
+
+
 @pjrt_only
-def test_random_numbers_equal_the_host_drivers() -> None:
-    code = "import torch\ntorch.manual_seed(7)\nprint(torch.randn(5, device='tpu').tolist())\n"
+@pytest.mark.parametrize("mode", ["strict", "fused"])
+def test_random_numbers_equal_the_host_drivers(mode: str) -> None:
+    code = RANDOM_SCRIPT.format(mode=mode)
     host = run_python(code, TORCH_TPU_DRIVER="host")
     pjrt = run_python(code)
     assert host.returncode == 0 and pjrt.returncode == 0, host.stderr + pjrt.stderr
-    assert host.stdout == pjrt.stdout
+    *values, fallback = pjrt.stdout.splitlines()
+    assert values == host.stdout.splitlines()[:-1]  # bit for bit
+    assert fallback == "['normal']"  # uniform, bernoulli and dropout run on the device
 
 
 @pjrt_only

@@ -1,9 +1,9 @@
 /* The PJRT driver's lowering without a plugin: op calls over contiguous, transposed, sliced and
  * expanded views become StableHLO text whose arguments and results follow the storages; equal
  * calls give equal text whatever their runtime scalars (the executable cache's key); a bounds
- * check becomes a flag result; losses, embedding backward and attention lower; a run drops the
- * storages it is told to and knows when it fits one module; the NaN scan lowers; calls the
- * driver cannot lower are refused up front. Under the sanitizers this covers the emitter's string
+ * check becomes a flag result; losses, embedding backward, attention and random draws lower; a
+ * run drops the storages it is told to and knows when it fits one module; the NaN scan lowers;
+ * calls the driver cannot lower are refused up front. Under the sanitizers this covers the emitter's string
  * building and view arithmetic. With TORCH_TPU_PJRT_PLUGIN set, each module also compiles. */
 #include <stdlib.h>
 #include <string.h>
@@ -214,6 +214,27 @@ static void test_losses_and_attention(void) {
   sdpa->scalars[0].f = 0.5;
   sdpa->scalars[1].i = TPU_SDPA_CAUSAL;
   free(lower(sdpa, 6, 2)); /* q, k, v, out, logsumexp, the scale; out and logsumexp */
+  /* Random draws: seed and offset are arguments, so a new offset never changes the text. */
+  tpu_op_call *uniform = tpu_op_call_new(TPU_OP_UNIFORM, 0, 1);
+  uniform->tensors[0] = matrix(buf[5], TPU_FLOAT64, 3, 5, 1, 3, 0); /* transposed */
+  uniform->scalars[1].f = 2.0;
+  uniform->scalars[3].u = 1;
+  char *first = lower(uniform, 5, 1); /* the storage (partly written), from, to, seed, offset */
+  uniform->scalars[3].u = 2;
+  text = lower(uniform, 5, 1);
+  CHECK(first && text && strcmp(first, text) == 0 && strstr(text, "3528531795"));
+  free(first);
+  free(text);
+  tpu_op_call *dropout = tpu_op_call_new(TPU_OP_DROPOUT, 1, 2);
+  dropout->tensors[0] = matrix(buf[0], TPU_BFLOAT16, 4, 8, 8, 1, 0);
+  dropout->tensors[1] = matrix(buf[1], TPU_BFLOAT16, 4, 8, 8, 1, 0);
+  dropout->tensors[2] = matrix(buf[2], TPU_BOOL, 4, 8, 8, 1, 0);
+  dropout->scalars[0].f = 0.75;
+  dropout->scalars[1].f = 1 / 0.75;
+  /* input, the two outputs' storages (partly written), keep, scale, seed, offset; two out */
+  free(lower(dropout, 7, 2));
+  tpu_op_call_free(uniform);
+  tpu_op_call_free(dropout);
   tpu_op_call_free(nll);
   tpu_op_call_free(embed);
   tpu_op_call_free(sdpa);

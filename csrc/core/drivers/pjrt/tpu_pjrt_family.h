@@ -34,6 +34,7 @@ extern const tpu_pjrt_family tpu_pjrt_index_family;     /* tpu_pjrt_lower_index.
 extern const tpu_pjrt_family tpu_pjrt_norm_family;      /* tpu_pjrt_lower_norm.c */
 extern const tpu_pjrt_family tpu_pjrt_nn_family;        /* tpu_pjrt_lower_nn.c */
 extern const tpu_pjrt_family tpu_pjrt_attention_family; /* tpu_pjrt_lower_attention.c */
+extern const tpu_pjrt_family tpu_pjrt_random_family;    /* tpu_pjrt_lower_random.c */
 
 /* The family whose emitter lowers `call`, or NULL. */
 const tpu_pjrt_family *tpu_pjrt_family_of(const tpu_op_call *call);

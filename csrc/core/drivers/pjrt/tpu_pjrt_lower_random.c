@@ -1,0 +1,188 @@
+/* Random ops in StableHLO: UNIFORM (ops/tpu_ops_base.h), BERNOULLI with a scalar p, DROPOUT and
+ * DROPOUT_BACKWARD (ops/tpu_ops_nn.h). The module computes the stream's Philox4x32-10 words
+ * itself from the seed and offset, which are runtime arguments (a new offset never recompiles),
+ * with the counters and rounding of the host driver's kernels, so both drivers draw the same
+ * values bit for bit. NORMAL stays with the host's kernel: its logarithm and cosine are libm's. */
+#include <string.h>
+
+#include "drivers/pjrt/tpu_pjrt_family.h"
+
+static bool floating_real(tpu_dtype d) {
+  return tpu_dtype_is_floating(d) && tpu_dtype_is_computable(d) && !tpu_dtype_is_complex(d);
+}
+
+static bool same_sizes(const tpu_tensor *a, const tpu_tensor *b) {
+  return a->ndim == b->ndim && !memcmp(a->sizes, b->sizes, (size_t)a->ndim * sizeof *a->sizes);
+}
+
+static bool supports(const tpu_op_call *call) {
+  const tpu_tensor *t = call->tensors;
+  switch (call->op) {
+  case TPU_OP_UNIFORM:
+    return call->n_inputs == 0 && call->n_outputs == 1 && floating_real(t[0].dtype);
+  case TPU_OP_BERNOULLI: /* a p tensor is checked against [0, 1]: the host's kernel does that */
+    return call->n_inputs == 0 && call->n_outputs == 1 && tpu_dtype_is_computable(t[0].dtype) &&
+           !tpu_dtype_is_complex(t[0].dtype);
+  case TPU_OP_DROPOUT:
+    return call->n_inputs == 1 && call->n_outputs == 2 && floating_real(t[0].dtype) &&
+           t[1].dtype == t[0].dtype && t[2].dtype == TPU_BOOL && same_sizes(&t[0], &t[1]) &&
+           same_sizes(&t[0], &t[2]);
+  case TPU_OP_DROPOUT_BACKWARD:
+    return call->n_inputs == 2 && call->n_outputs == 1 && floating_real(t[0].dtype) &&
+           t[2].dtype == t[0].dtype && (t[1].dtype == TPU_BOOL || t[1].dtype == TPU_UINT8) &&
+           same_sizes(&t[0], &t[1]) && same_sizes(&t[0], &t[2]);
+  default:
+    return false;
+  }
+}
+
+static tpu_hlo_value u64(tpu_hlo *h, const char *literal, const tpu_hlo_value *like) {
+  return tpu_hlo_full(h, TPU_UINT64, literal, like);
+}
+
+/* The low and high 32-bit halves of 64-bit x, as uint32. */
+static tpu_hlo_value low32(tpu_hlo *h, tpu_hlo_value x) {
+  return tpu_hlo_convert(h, tpu_hlo_binary(h, "and", x, u64(h, "4294967295", &x)), TPU_UINT32);
+}
+
+static tpu_hlo_value high32(tpu_hlo *h, tpu_hlo_value x) {
+  return tpu_hlo_convert(h, tpu_hlo_binary(h, "shift_right_logical", x, u64(h, "32", &x)),
+                         TPU_UINT32);
+}
+
+/* A runtime 64-bit scalar (seed or offset) as uint64, rank 0. */
+static tpu_hlo_value scalar_u64(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *ctx, int slot) {
+  return tpu_hlo_bitcast(h, scalar(ctx, slot, false), TPU_UINT64, 0, NULL);
+}
+
+/* Words [0, n) of the stream for (seed, offset): word w is output w % 4 of the block with counter
+ * (w / 4 low, high, offset low, high) under key (seed low, high). A rank-1 uint32 value. */
+static tpu_hlo_value philox_words(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *ctx, int64_t n) {
+  int64_t blocks = (n + 3) / 4;
+  tpu_hlo_value block = tpu_hlo_iota(h, TPU_UINT64, blocks);
+  tpu_hlo_value seed = scalar_u64(h, scalar, ctx, 2), offset = scalar_u64(h, scalar, ctx, 3);
+  tpu_hlo_value c[4] = {low32(h, block), high32(h, block),
+                        tpu_hlo_splat(h, low32(h, offset), &block),
+                        tpu_hlo_splat(h, high32(h, offset), &block)};
+  tpu_hlo_value k0 = low32(h, seed), k1 = high32(h, seed);
+  tpu_hlo_value m0 = u64(h, "3528531795", &block), m1 = u64(h, "3449720151", &block); /* M0, M1 */
+  tpu_hlo_value w0 = tpu_hlo_constant(h, TPU_UINT32, "2654435769");                   /* W0 */
+  tpu_hlo_value w1 = tpu_hlo_constant(h, TPU_UINT32, "3144134277");                   /* W1 */
+  for (int round = 0; round < 10; round++) {
+    tpu_hlo_value p0 = tpu_hlo_binary(h, "multiply", tpu_hlo_convert(h, c[0], TPU_UINT64), m0);
+    tpu_hlo_value p1 = tpu_hlo_binary(h, "multiply", tpu_hlo_convert(h, c[2], TPU_UINT64), m1);
+    tpu_hlo_value key0 = tpu_hlo_splat(h, k0, &c[0]), key1 = tpu_hlo_splat(h, k1, &c[0]);
+    c[0] = tpu_hlo_binary(h, "xor", tpu_hlo_binary(h, "xor", high32(h, p1), c[1]), key0);
+    c[2] = tpu_hlo_binary(h, "xor", tpu_hlo_binary(h, "xor", high32(h, p0), c[3]), key1);
+    c[1] = low32(h, p1);
+    c[3] = low32(h, p0);
+    k0 = tpu_hlo_binary(h, "add", k0, w0);
+    k1 = tpu_hlo_binary(h, "add", k1, w1);
+  }
+  /* [blocks, 4], row-major, is the words in order. */
+  int64_t dims[2] = {blocks, 4}, along_rows[1] = {0}, along_cols[1] = {1};
+  tpu_hlo_value j = tpu_hlo_broadcast(h, tpu_hlo_iota(h, TPU_UINT32, 4), 2, dims, along_cols);
+  tpu_hlo_value words = tpu_hlo_broadcast(h, c[3], 2, dims, along_rows);
+  for (int k = 2; k >= 0; k--) {
+    char index[2] = {(char)('0' + k), 0};
+    tpu_hlo_value is_k = tpu_hlo_compare(h, "EQ", j, tpu_hlo_full(h, TPU_UINT32, index, &j));
+    words = tpu_hlo_select(h, is_k, tpu_hlo_broadcast(h, c[k], 2, dims, along_rows), words);
+  }
+  int64_t total = blocks * 4, start = 0;
+  words = tpu_hlo_reshape(h, words, 1, &total);
+  return tpu_hlo_slice(h, words, &start, &n);
+}
+
+/* Element i's float uniform in [0, 1): word i's low 24 bits * 2^-24, shaped as `out`. */
+static tpu_hlo_value uniforms_f32(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *ctx,
+                                  const tpu_tensor *out) {
+  tpu_hlo_value w = philox_words(h, scalar, ctx, tpu_tensor_numel(out));
+  w = tpu_hlo_binary(h, "and", w, tpu_hlo_full(h, TPU_UINT32, "16777215", &w));
+  tpu_hlo_value u = tpu_hlo_binary(h, "multiply", tpu_hlo_convert(h, w, TPU_FLOAT32),
+                                   tpu_hlo_full(h, TPU_FLOAT32, "5.9604644775390625E-8", &w));
+  return tpu_hlo_reshape(h, u, out->ndim, out->sizes);
+}
+
+/* Element i's double uniform: words 2i, 2i + 1 as lo | hi << 32, its low 53 bits * 2^-53. */
+static tpu_hlo_value uniforms_f64(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *ctx,
+                                  const tpu_tensor *out) {
+  int64_t n = tpu_tensor_numel(out), pairs[2] = {n, 2}, zero[2] = {0, 0}, lo_end[2] = {n, 1},
+          hi_start[2] = {0, 1}, hi_end[2] = {n, 2};
+  tpu_hlo_value w = tpu_hlo_reshape(h, philox_words(h, scalar, ctx, 2 * n), 2, pairs);
+  tpu_hlo_value lo = tpu_hlo_reshape(h, tpu_hlo_slice(h, w, zero, lo_end), 1, &n);
+  tpu_hlo_value hi = tpu_hlo_reshape(h, tpu_hlo_slice(h, w, hi_start, hi_end), 1, &n);
+  lo = tpu_hlo_convert(h, lo, TPU_UINT64);
+  hi = tpu_hlo_binary(h, "shift_left", tpu_hlo_convert(h, hi, TPU_UINT64), u64(h, "32", &lo));
+  tpu_hlo_value bits = tpu_hlo_binary(h, "and", tpu_hlo_binary(h, "or", lo, hi),
+                                      u64(h, "9007199254740991", &lo)); /* 2^53 - 1 */
+  tpu_hlo_value u = tpu_hlo_binary(h, "multiply", tpu_hlo_convert(h, bits, TPU_FLOAT64),
+                                   tpu_hlo_full(h, TPU_FLOAT64, "1.1102230246251565E-16", &lo));
+  return tpu_hlo_reshape(h, u, out->ndim, out->sizes);
+}
+
+/* u * (to - from) + from in float (double for float64), rounded once to the dtype; a value equal
+ * to `to` (rounded) becomes `from` (rounded). */
+static tpu_hlo_value uniform(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *ctx,
+                             const tpu_tensor *out) {
+  bool f64 = out->dtype == TPU_FLOAT64;
+  tpu_hlo_elem work = f64 ? TPU_FLOAT64 : TPU_FLOAT32;
+  tpu_hlo_value u = f64 ? uniforms_f64(h, scalar, ctx, out) : uniforms_f32(h, scalar, ctx, out);
+  tpu_hlo_value from = tpu_hlo_convert(h, scalar(ctx, 0, true), work);
+  tpu_hlo_value to = tpu_hlo_convert(h, scalar(ctx, 1, true), work);
+  tpu_hlo_value range = tpu_hlo_splat(h, tpu_hlo_binary(h, "subtract", to, from), &u);
+  /* The product is rounded before the sum, as on the host: the barrier keeps XLA's CPU compiler
+   * from contracting the two into one fused multiply-add. */
+  tpu_hlo_value product = tpu_hlo_unary(h, "optimization_barrier",
+                                        tpu_hlo_binary(h, "multiply", u, range));
+  tpu_hlo_value v = tpu_hlo_binary(h, "add", product, tpu_hlo_splat(h, from, &u));
+  v = tpu_hlo_convert(h, v, out->dtype);
+  tpu_hlo_value to_r = tpu_hlo_splat(h, tpu_hlo_convert(h, to, out->dtype), &v);
+  tpu_hlo_value from_r = tpu_hlo_splat(h, tpu_hlo_convert(h, from, out->dtype), &v);
+  return tpu_hlo_select(h, tpu_hlo_compare(h, "EQ", v, to_r), from_r, v);
+}
+
+/* u < p in double: element i's draw as an i1 value shaped as `out`. */
+static tpu_hlo_value draw(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *ctx,
+                          const tpu_tensor *out) {
+  tpu_hlo_value u = tpu_hlo_convert(h, uniforms_f32(h, scalar, ctx, out), TPU_FLOAT64);
+  return tpu_hlo_compare(h, "LT", u, tpu_hlo_splat(h, scalar(ctx, 0, true), &u));
+}
+
+/* (x * mask) * scale in the dtype's compute type (float below float64), rounded once. */
+static tpu_hlo_value apply_mask(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value keep,
+                                tpu_hlo_value scale, tpu_dtype dtype) {
+  tpu_hlo_elem work = dtype == TPU_FLOAT64 ? TPU_FLOAT64 : TPU_FLOAT32;
+  x = tpu_hlo_convert(h, x, work);
+  /* Behind a barrier: seeing a converted boolean, XLA would select instead of multiplying, and
+   * a dropped negative element would come out +0 instead of -0. */
+  tpu_hlo_value m = tpu_hlo_unary(h, "optimization_barrier", tpu_hlo_convert(h, keep, work));
+  tpu_hlo_value s = tpu_hlo_splat(h, tpu_hlo_convert(h, scale, work), &x);
+  return tpu_hlo_binary(h, "multiply", tpu_hlo_binary(h, "multiply", x, m), s);
+}
+
+static void emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
+                 tpu_pjrt_scalar_fn scalar, void *ctx, tpu_hlo_value *out, tpu_hlo_value *bad) {
+  (void)bad;
+  const tpu_tensor *t = call->tensors;
+  switch (call->op) {
+  case TPU_OP_UNIFORM:
+    out[0] = uniform(h, scalar, ctx, &t[0]);
+    break;
+  case TPU_OP_BERNOULLI:
+    out[0] = draw(h, scalar, ctx, &t[0]); /* stored as 1 or 0 in the output's dtype */
+    break;
+  case TPU_OP_DROPOUT: {
+    tpu_hlo_value keep = draw(h, scalar, ctx, &t[0]);
+    out[0] = apply_mask(h, in[0], keep, scalar(ctx, 1, true), t[0].dtype);
+    out[1] = keep;
+    break;
+  }
+  default: { /* DROPOUT_BACKWARD */
+    tpu_hlo_value mask = tpu_hlo_cast(h, in[1], TPU_BOOL);
+    out[0] = apply_mask(h, in[0], mask, scalar(ctx, 0, true), t[0].dtype);
+    break;
+  }
+  }
+}
+
+const tpu_pjrt_family tpu_pjrt_random_family = {.supports = supports, .emit = emit};
