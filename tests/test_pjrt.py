@@ -185,6 +185,16 @@ def test_a_second_process_loads_executables_from_the_disk_cache(tmp_path) -> Non
 
 
 @pjrt_only
+def test_other_xla_flags_use_other_cache_files(tmp_path) -> None:
+    out, (compiled, _, _) = run_cached(str(tmp_path))
+    flags = "--xla_cpu_enable_fast_math=false"
+    again, (compiled2, loaded2, _) = run_cached(str(tmp_path), XLA_FLAGS=flags)
+    assert again == out
+    assert (compiled2, loaded2) == (compiled, 0)  # compiled under the new flags, not loaded
+    assert len(list(tmp_path.glob("pjrt-*"))) == 2
+
+
+@pjrt_only
 def test_corrupt_cache_files_are_compiled_again(tmp_path) -> None:
     out, (compiled, _, _) = run_cached(str(tmp_path))
     files = list(tmp_path.glob("pjrt-*/*.xla"))

@@ -67,6 +67,10 @@ void tpu_pjrt_disk_cache_open(const tpu_pjrt_client *client, const char *plugin_
   id = tpu_pjrt_hash(id, &st.st_size, sizeof st.st_size);
   id = tpu_pjrt_hash(id, &st.st_mtime, sizeof st.st_mtime);
   id = tpu_pjrt_hash(id, platform, strlen(platform));
+  /* XLA reads its compiler options from XLA_FLAGS: other flags, other executables. */
+  const char *xla_flags = getenv("XLA_FLAGS");
+  if (xla_flags)
+    id = tpu_pjrt_hash(id, xla_flags, strlen(xla_flags) + 1);
   char path[sizeof dir];
   snprintf(path, sizeof path, "%s/pjrt-%016llx", base, (unsigned long long)id);
   if (!make_dirs(path)) {
