@@ -505,6 +505,22 @@ tpu_hlo_value tpu_hlo_splat(tpu_hlo *h, tpu_hlo_value scalar, const tpu_hlo_valu
   return tpu_hlo_broadcast(h, scalar, like->rank, like->dims, NULL);
 }
 
+/* Float to int32 or int64 as x86's cvtt instructions convert: toward zero, and the minimum
+ * integer ("integer indefinite") for NaN and values out of range, where XLA saturates. */
+static tpu_hlo_value float_to_int(tpu_hlo *h, tpu_hlo_value x, tpu_dtype to) {
+  if (x.elem == TPU_FLOAT16 || x.elem == TPU_BFLOAT16)
+    x = tpu_hlo_convert(h, x, TPU_FLOAT32); /* exact, and room for the limits below */
+  bool wide = to == TPU_INT64;
+  tpu_hlo_value hi = tpu_hlo_full(h, x.elem, wide ? "9.2233720368547758E18" : "2147483648.0", &x);
+  tpu_hlo_value in_range = tpu_hlo_binary(h, "and",
+                                          tpu_hlo_compare(h, "GE", x, tpu_hlo_unary(h, "negate",
+                                                                                    hi)),
+                                          tpu_hlo_compare(h, "LT", x, hi));
+  tpu_hlo_value indefinite =
+      tpu_hlo_full(h, to, wide ? "-9223372036854775808" : "-2147483648", &x);
+  return tpu_hlo_select(h, in_range, tpu_hlo_convert(h, x, to), indefinite);
+}
+
 tpu_hlo_value tpu_hlo_cast(tpu_hlo *h, tpu_hlo_value x, tpu_dtype to) {
   tpu_dtype from = x.elem;
   if (from == to)
@@ -516,10 +532,10 @@ tpu_hlo_value tpu_hlo_cast(tpu_hlo *h, tpu_hlo_value x, tpu_dtype to) {
   if ((to == TPU_FLOAT16 || to == TPU_BFLOAT16) && from != TPU_FLOAT32 && from != TPU_BOOL &&
       from != TPU_FLOAT16 && from != TPU_BFLOAT16)
     x = tpu_hlo_convert(h, x, TPU_FLOAT32); /* c10::Half and BFloat16 convert through float */
-  if (tpu_dtype_is_floating(from) && (to == TPU_INT8 || to == TPU_INT16))
-    x = tpu_hlo_convert(h, x, TPU_INT32);
-  if (tpu_dtype_is_floating(from) && to == TPU_UINT8)
-    x = tpu_hlo_convert(h, x, TPU_INT64);
+  if (tpu_dtype_is_floating(from) && (to == TPU_INT8 || to == TPU_INT16 || to == TPU_INT32))
+    x = float_to_int(h, x, TPU_INT32);
+  if (tpu_dtype_is_floating(from) && (to == TPU_UINT8 || to == TPU_INT64))
+    x = float_to_int(h, x, TPU_INT64);
   return tpu_hlo_convert(h, x, to);
 }
 
