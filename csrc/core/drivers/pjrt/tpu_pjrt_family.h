@@ -1,6 +1,7 @@
 /* An op family with its own StableHLO emitter for calls of several operands and outputs (index
- * ops, norms, losses, attention). The lowering (drivers/pjrt/tpu_pjrt_lower.c) reads the present
- * inputs from their views, calls emit, and writes each present output, rounded to its dtype. */
+ * ops, norms, losses, attention, random draws, recurrent cells). The lowering
+ * (drivers/pjrt/tpu_pjrt_lower.c) reads the present inputs from their views, calls emit, and
+ * writes each present output, rounded to its dtype. */
 #ifndef TPU_PJRT_FAMILY_H
 #define TPU_PJRT_FAMILY_H
 
@@ -35,6 +36,7 @@ extern const tpu_pjrt_family tpu_pjrt_norm_family;      /* tpu_pjrt_lower_norm.c
 extern const tpu_pjrt_family tpu_pjrt_nn_family;        /* tpu_pjrt_lower_nn.c */
 extern const tpu_pjrt_family tpu_pjrt_attention_family; /* tpu_pjrt_lower_attention.c */
 extern const tpu_pjrt_family tpu_pjrt_random_family;    /* tpu_pjrt_lower_random.c */
+extern const tpu_pjrt_family tpu_pjrt_rnn_family;       /* tpu_pjrt_lower_rnn.c */
 
 /* The family whose emitter lowers `call`, or NULL. */
 const tpu_pjrt_family *tpu_pjrt_family_of(const tpu_op_call *call);
