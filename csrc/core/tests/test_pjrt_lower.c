@@ -1,8 +1,8 @@
 /* The PJRT driver's lowering without a plugin: op calls over contiguous, transposed, sliced and
  * expanded views become StableHLO text whose arguments and results follow the storages; equal
  * calls give equal text whatever their runtime scalars (the executable cache's key); a bounds
- * check becomes a flag result; losses, embedding backward, attention and random draws lower; a
- * run drops the storages it is told to and knows when it fits one module; the NaN scan lowers;
+ * check becomes a flag result; losses, embedding backward, attention, random draws, convolutions
+ * and batch norm lower; a run drops the storages it is told to and knows when it fits one module; the NaN scan lowers;
  * calls the driver cannot lower are refused up front. Under the sanitizers this covers the emitter's string
  * building and view arithmetic. With TORCH_TPU_PJRT_PLUGIN set, each module also compiles. */
 #include <stdlib.h>
@@ -242,6 +242,78 @@ static void test_losses_and_attention(void) {
     tpu_buffer_release_storage(buf[i]);
 }
 
+/* A contiguous [N, C, H, W] view. */
+static tpu_tensor nchw(tpu_buffer *buf, int64_t n, int64_t c, int64_t h, int64_t w) {
+  tpu_tensor t = {.buf = buf, .dtype = TPU_FLOAT32, .ndim = 4};
+  int64_t sizes[4] = {n, c, h, w}, strides[4] = {c * h * w, h * w, w, 1};
+  memcpy(t.sizes, sizes, sizeof sizes);
+  memcpy(t.strides, strides, sizeof strides);
+  return t;
+}
+
+/* Convolutions (grouped, strided, padded) and batch norm in training lower to modules that
+ * compile. */
+static void test_convolutions_and_batch_norm(void) {
+  tpu_buffer *x = NULL, *w = NULL, *y = NULL, *c[4] = {0};
+  CHECK_OK(tpu_buffer_create(0, 0, 2 * 4 * 7 * 7 * sizeof(float), &x)); /* [2, 4, 7, 7] */
+  CHECK_OK(tpu_buffer_create(0, 0, 6 * 2 * 3 * 3 * sizeof(float), &w)); /* [6, 2, 3, 3] */
+  CHECK_OK(tpu_buffer_create(0, 0, 2 * 6 * 4 * 4 * sizeof(float), &y)); /* [2, 6, 4, 4] */
+  for (int i = 0; i < 4; i++)
+    CHECK_OK(tpu_buffer_create(0, 0, 4 * sizeof(float), &c[i]));
+  tpu_buffer *all[7] = {x, w, y, c[0], c[1], c[2], c[3]};
+  give_buffers(all, 7);
+  static const tpu_op_id ops[3] = {TPU_OP_CONV, TPU_OP_CONV_BACKWARD_INPUT,
+                                   TPU_OP_CONV_BACKWARD_WEIGHT};
+  tpu_tensor tx = nchw(x, 2, 4, 7, 7), tw = nchw(w, 6, 2, 3, 3), ty = nchw(y, 2, 6, 4, 4);
+  const tpu_tensor order[3][3] = {{tx, tw, ty}, {ty, tw, tx}, {ty, tx, tw}};
+  for (int k = 0; k < 3; k++) {
+    tpu_op_call *conv = tpu_op_call_new(ops[k], 2, 1);
+    for (int i = 0; i < 3; i++)
+      conv->tensors[i] = order[k][i];
+    if (k == 2) { /* the weight gradient lowers ungrouped only: [6, 4, 3, 3] of x's 4 */
+      conv->tensors[2].sizes[1] = 4;
+      conv->tensors[2].sizes[0] = 3;
+      conv->tensors[2].strides[0] = 4 * 9;
+    }
+    conv->scalars[0].u = tpu_conv_pack(1, 2, 2); /* stride 2 */
+    conv->scalars[1].u = tpu_conv_pack(0, 1, 1); /* padding 1 */
+    conv->scalars[2].u = tpu_conv_pack(1, 1, 1);
+    if (k == 2) { /* y is [2, 3, 4, 4] here */
+      conv->tensors[0].sizes[1] = 3;
+      conv->tensors[0].strides[0] = 3 * 16;
+    }
+    char *text = lower(conv, 2, 1);
+    if (!text || !strstr(text, "stablehlo.convolution"))
+      fprintf(stderr, "%s did not lower\n", tpu_op_name(ops[k]));
+    CHECK(text && strstr(text, "stablehlo.convolution"));
+    free(text);
+    tpu_op_call_free(conv);
+  }
+  tpu_op_call *bn = tpu_op_call_new(TPU_OP_BATCH_NORM, 3, 5);
+  tpu_tensor flat = nchw(x, 2, 4, 7, 7);
+  flat.ndim = 3; /* [N, C, S] */
+  flat.sizes[2] = 49;
+  flat.strides[1] = 49;
+  flat.strides[2] = 1;
+  bn->tensors[0] = flat;
+  bn->tensors[1] = bn->tensors[2] = (tpu_tensor){.dtype = TPU_FLOAT32, .ndim = 1}; /* absent */
+  bn->tensors[3] = flat;
+  bn->tensors[3].buf = x; /* in place */
+  for (int i = 0; i < 4; i++)
+    bn->tensors[4 + i] = vector(c[i], TPU_FLOAT32, 4);
+  bn->scalars[0].f = 1e-5;
+  bn->scalars[1].f = 0.1;
+  bn->scalars[2].i = 1; /* training */
+  /* x and the running statistics in, with eps and momentum; y, the saved and the running
+   * statistics out (x donated to y). */
+  char *text = lower(bn, 5, 5);
+  CHECK(text && strstr(text, "stablehlo.reduce"));
+  free(text);
+  tpu_op_call_free(bn);
+  for (int i = 0; i < 7; i++)
+    tpu_buffer_release_storage(all[i]);
+}
+
 /* A run of two calls where the second reads the first's result: dropping the intermediate's
  * storage leaves one result; a run whose outputs outnumber a module's results does not fit; the
  * NaN scan lowers to one flag. */
@@ -317,5 +389,6 @@ int main(void) {
   RUN_TEST(test_families);
   RUN_TEST(test_losses_and_attention);
   RUN_TEST(test_runs_drop_and_fit);
+  RUN_TEST(test_convolutions_and_batch_norm);
   TEST_MAIN_END();
 }

@@ -1,6 +1,6 @@
 /* An op family with its own StableHLO emitter for calls of several operands and outputs (index
- * ops, norms, losses, attention, random draws, recurrent cells). The lowering
- * (drivers/pjrt/tpu_pjrt_lower.c) reads the present inputs from their views, calls emit, and
+ * ops, norms, losses, attention, random draws, recurrent cells, convolutions, batch norm). The
+ * lowering (drivers/pjrt/tpu_pjrt_lower.c) reads the present inputs from their views, calls emit, and
  * writes each present output, rounded to its dtype. */
 #ifndef TPU_PJRT_FAMILY_H
 #define TPU_PJRT_FAMILY_H
@@ -14,7 +14,7 @@
 
 /* Operands and outputs one family call may have. */
 #define TPU_PJRT_FAMILY_MAX_IN 8
-#define TPU_PJRT_FAMILY_MAX_OUT 4
+#define TPU_PJRT_FAMILY_MAX_OUT 5
 
 typedef struct tpu_pjrt_family {
   /* Whether the call lowers (its op, operands' ranks and dtypes). */
@@ -22,6 +22,9 @@ typedef struct tpu_pjrt_family {
   /* Whether tensor i of a supported call is absent (an empty optional operand or output): not
    * read, not written. NULL: every tensor is present. */
   bool (*absent)(const tpu_op_call *call, int i);
+  /* Whether present output k is also read (running statistics updated in place): its contents
+   * before the call are then in[n_inputs + k]. NULL: no output is. */
+  bool (*reads_output)(const tpu_op_call *call, int k);
   /* out[k], the value of each present output k (in any floating or integer type), from in[i], the
    * present inputs as read from their views. *bad receives a uint8 scalar flag, nonzero when the
    * input was invalid, when the family checks (message set). */
@@ -37,6 +40,8 @@ extern const tpu_pjrt_family tpu_pjrt_nn_family;        /* tpu_pjrt_lower_nn.c *
 extern const tpu_pjrt_family tpu_pjrt_attention_family; /* tpu_pjrt_lower_attention.c */
 extern const tpu_pjrt_family tpu_pjrt_random_family;    /* tpu_pjrt_lower_random.c */
 extern const tpu_pjrt_family tpu_pjrt_rnn_family;       /* tpu_pjrt_lower_rnn.c */
+extern const tpu_pjrt_family tpu_pjrt_conv_family;      /* tpu_pjrt_lower_conv.c */
+extern const tpu_pjrt_family tpu_pjrt_batch_norm_family; /* tpu_pjrt_lower_batch_norm.c */
 
 /* The family whose emitter lowers `call`, or NULL. */
 const tpu_pjrt_family *tpu_pjrt_family_of(const tpu_op_call *call);

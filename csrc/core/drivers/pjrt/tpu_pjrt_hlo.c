@@ -405,6 +405,48 @@ tpu_hlo_value tpu_hlo_dot(tpu_hlo *h, tpu_hlo_value a, tpu_hlo_value b, bool sum
   return r;
 }
 
+tpu_hlo_value tpu_hlo_convolution(tpu_hlo *h, tpu_hlo_value lhs, tpu_hlo_value rhs,
+                                  const tpu_hlo_conv *c, int rank, const int64_t *dims) {
+  tpu_hlo_value r = new_value(h, lhs.elem, rank, dims);
+  const tpu_hlo_value *ops[] = {&lhs, &rhs};
+  int n = c->spatial;
+  char layout[3][48];
+  for (int k = 0; k < 3; k++) { /* e.g. [b, f, 0, 1] */
+    int used = snprintf(layout[k], sizeof layout[k], "[%s", c->layout[k]);
+    for (int d = 0; d < n; d++)
+      used += snprintf(layout[k] + used, sizeof layout[k] - (size_t)used, ", %d", d);
+    snprintf(layout[k] + used, sizeof layout[k] - (size_t)used, "]");
+  }
+  begin_op(h, &r, "stablehlo.convolution", ops, 2);
+  emit(h, " {batch_group_count = 1 : i64, dimension_numbers = #stablehlo.conv<%sx%s->%s>, "
+          "feature_group_count = %lld : i64, ",
+       layout[0], layout[1], layout[2], (long long)c->groups);
+  emit_i64s(h, "lhs_dilation", c->lhs_dilation, n);
+  emit(h, ", padding = dense<[");
+  for (int d = 0; d < n; d++)
+    emit(h, "%s[%lld, %lld]", d ? ", " : "", (long long)c->pad_low[d], (long long)c->pad_high[d]);
+  emit(h, "]> : tensor<%dx2xi64>, precision_config = [#stablehlo<precision HIGHEST>, "
+          "#stablehlo<precision HIGHEST>], ",
+       n);
+  emit_i64s(h, "rhs_dilation", c->rhs_dilation, n);
+  emit(h, ", ");
+  emit_i64s(h, "window_strides", c->stride, n);
+  emit(h, "}");
+  end_op(h, &r, ops, 2);
+  return r;
+}
+
+tpu_hlo_value tpu_hlo_reverse(tpu_hlo *h, tpu_hlo_value x, const int64_t *dims, int n) {
+  tpu_hlo_value r = new_value(h, x.elem, x.rank, x.dims);
+  const tpu_hlo_value *ops[] = {&x};
+  begin_op(h, &r, "stablehlo.reverse", ops, 1);
+  emit(h, " {");
+  emit_i64s(h, "dimensions", dims, n);
+  emit(h, "}");
+  end_op(h, &r, ops, 1);
+  return r;
+}
+
 tpu_hlo_value tpu_hlo_take(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value index, int dim) {
   int64_t column[2] = {index.dims[0], 1}, dims[TPU_MAX_DIMS + 1], slice[TPU_MAX_DIMS + 1];
   int64_t offset_dims[TPU_MAX_DIMS + 1], collapsed = dim;

@@ -99,6 +99,24 @@ tpu_hlo_value tpu_hlo_update_slice(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value up
 tpu_hlo_value tpu_hlo_dot(tpu_hlo *h, tpu_hlo_value a, tpu_hlo_value b, bool sum_batches,
                           tpu_hlo_elem elem);
 
+/* A convolution's parameters: the dimension letters leading lhs, rhs and result layouts (e.g.
+ * "b, f", "o, i", "b, f"; the `spatial` dimensions follow in order), feature groups, and per
+ * spatial dimension the window stride, padding (possibly negative) and dilations. */
+typedef struct tpu_hlo_conv {
+  const char *layout[3];
+  int spatial;
+  int64_t groups;
+  int64_t stride[3], pad_low[3], pad_high[3], lhs_dilation[3], rhs_dilation[3];
+} tpu_hlo_conv;
+
+/* StableHLO's convolution of lhs and rhs at the highest precision, in lhs's element type, with
+ * the result dims given. */
+tpu_hlo_value tpu_hlo_convolution(tpu_hlo *h, tpu_hlo_value lhs, tpu_hlo_value rhs,
+                                  const tpu_hlo_conv *c, int rank, const int64_t *dims);
+
+/* x with dimensions dims[0..n) reversed. */
+tpu_hlo_value tpu_hlo_reverse(tpu_hlo *h, tpu_hlo_value x, const int64_t *dims, int n);
+
 /* x's slices along `dim` at `index` (a rank-1 int64 value of in-range positions): x's dims with
  * dims[dim] replaced by the index's length. */
 tpu_hlo_value tpu_hlo_take(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value index, int dim);

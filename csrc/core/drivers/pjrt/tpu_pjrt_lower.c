@@ -42,7 +42,8 @@ static bool is_elementwise(tpu_op_id op) {
 const tpu_pjrt_family *tpu_pjrt_family_of(const tpu_op_call *call) {
   static const tpu_pjrt_family *const families[] = {
       &tpu_pjrt_index_family, &tpu_pjrt_norm_family, &tpu_pjrt_nn_family,
-      &tpu_pjrt_attention_family, &tpu_pjrt_random_family, &tpu_pjrt_rnn_family};
+      &tpu_pjrt_attention_family, &tpu_pjrt_random_family, &tpu_pjrt_rnn_family,
+      &tpu_pjrt_conv_family, &tpu_pjrt_batch_norm_family};
   for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
     if (families[i]->supports(call))
       return families[i];
@@ -256,14 +257,18 @@ static void lower_fill(lowering *l, const tpu_tensor *out) {
 }
 
 static void lower_family(lowering *l, const tpu_pjrt_family *f, const tpu_op_call *call) {
-  tpu_hlo_value in[TPU_PJRT_FAMILY_MAX_IN], outs[TPU_PJRT_FAMILY_MAX_OUT], bad;
+  tpu_hlo_value in[TPU_PJRT_FAMILY_MAX_IN + TPU_PJRT_FAMILY_MAX_OUT],
+      outs[TPU_PJRT_FAMILY_MAX_OUT], bad;
   if (call->n_inputs > TPU_PJRT_FAMILY_MAX_IN || call->n_outputs > TPU_PJRT_FAMILY_MAX_OUT) {
     l->h.failed = true;
     return;
   }
-  for (int i = 0; i < call->n_inputs; i++)
-    if (!absent(f, call, i))
+  for (int i = 0; i < call->n_inputs + call->n_outputs; i++) {
+    bool output = i >= call->n_inputs;
+    if (!absent(f, call, i) &&
+        (!output || (f->reads_output && f->reads_output(call, i - call->n_inputs))))
       in[i] = read_input(l, &call->tensors[i]);
+  }
   f->emit(&l->h, call, in, scalar_arg, l, outs, &bad);
   for (int k = 0; k < call->n_outputs; k++)
     if (!absent(f, call, call->n_inputs + k))
