@@ -238,3 +238,19 @@ def test_a_fused_run_wider_than_one_module_is_cut(eager_mode: str) -> None:
         for g, w in zip(got, want, strict=True):
             torch.testing.assert_close(g.cpu(), w)
     assert torch.tpu.op_stats()["driver_fallback"] == {}
+
+
+@pjrt_only
+@pytest.mark.parametrize("model", ["gpt-tiny", "cnn", "lstm"])
+def test_bench_models_run_with_no_driver_fallback(model: str) -> None:
+    # gpt-small has gpt-tiny's ops at another size (bench's pjrt section reports its fallbacks).
+    from bench.contenders import Contender
+    from bench.steps import StepRunner, batches
+
+    torch.tpu.reset_op_stats()
+    for kind in ("train", "eval"):
+        contender = Contender("tpu-strict", "strict", "", "tpu", "strict")
+        runner = StepRunner(model, kind, contender, batches(model, 1))
+        runner.run(0)
+        runner.value()
+    assert torch.tpu.op_stats()["driver_fallback"] == {}
