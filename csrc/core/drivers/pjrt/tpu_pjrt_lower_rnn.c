@@ -1,6 +1,6 @@
-/* The fused LSTM cell and its backward (ops/tpu_ops_conv.h) in StableHLO. As the host's kernel
- * does, every element computes in float64 and rounds once into its output; the bias gradient is
- * the column sum, in float64, of the gate gradients rounded to the dtype. */
+/* The fused LSTM and GRU cells and their backward (ops/tpu_ops_conv.h) in StableHLO. As the
+ * host's kernels do, every element computes in float64 and rounds once into its output; a bias
+ * gradient is the column sum, in float64, of the gate gradients rounded to the dtype. */
 #include "drivers/pjrt/tpu_pjrt_family.h"
 
 static bool matrix(const tpu_tensor *t, int64_t rows, int64_t cols, tpu_dtype d) {
@@ -14,22 +14,30 @@ static bool vector(const tpu_tensor *t, int64_t n, tpu_dtype d) {
 /* Which output gradients LSTM_CELL_BACKWARD is given (TPU_RNN_* flags). */
 static bool given(const tpu_op_call *call, unsigned flag) { return call->scalars[0].u & flag; }
 
-static bool supports(const tpu_op_call *call) {
+/* A cell's forward inputs: input and hidden gates [B, count H], the state [B, H] (sizes its B and
+ * H), optional biases [count H], one floating dtype. */
+static bool forward_inputs(const tpu_op_call *call, int count) {
+  const tpu_tensor *t = call->tensors;
+  bool bias = call->n_inputs == 5;
+  if ((call->n_inputs != 3 && !bias) || t[2].ndim != 2)
+    return false;
+  int64_t b = t[2].sizes[0], h = t[2].sizes[1];
+  tpu_dtype d = t[2].dtype;
+  return tpu_dtype_is_floating(d) && matrix(&t[0], b, count * h, d) &&
+         matrix(&t[1], b, count * h, d) &&
+         (!bias || (vector(&t[3], count * h, d) && vector(&t[4], count * h, d)));
+}
+
+static bool lstm_supported(const tpu_op_call *call) {
   const tpu_tensor *t = call->tensors;
   if (call->op == TPU_OP_LSTM_CELL) {
-    bool bias = call->n_inputs == 5;
-    if ((call->n_inputs != 3 && !bias) || call->n_outputs != 3 || t[2].ndim != 2)
+    if (!forward_inputs(call, 4) || call->n_outputs != 3)
       return false;
-    int64_t b = t[2].sizes[0], h = t[2].sizes[1];
-    tpu_dtype d = t[2].dtype;
     const tpu_tensor *o = t + call->n_inputs;
-    return tpu_dtype_is_floating(d) && matrix(&t[0], b, 4 * h, d) &&
-           matrix(&t[1], b, 4 * h, d) &&
-           (!bias || (vector(&t[3], 4 * h, d) && vector(&t[4], 4 * h, d))) &&
-           matrix(&o[0], b, h, d) && matrix(&o[1], b, h, d) && matrix(&o[2], b, 4 * h, d);
+    int64_t b = t[2].sizes[0], h = t[2].sizes[1];
+    return matrix(&o[0], b, h, t[2].dtype) && matrix(&o[1], b, h, t[2].dtype) &&
+           matrix(&o[2], b, 4 * h, t[2].dtype);
   }
-  if (call->op != TPU_OP_LSTM_CELL_BACKWARD)
-    return false;
   int n_in = 3 + given(call, TPU_RNN_GRAD_HY) + given(call, TPU_RNN_GRAD_CY);
   bool bias = call->n_outputs == 3;
   if (call->n_inputs != n_in || (call->n_outputs != 2 && !bias) || t[n_in - 3].ndim != 2)
@@ -43,6 +51,34 @@ static bool supports(const tpu_op_call *call) {
   for (int i = 0; i < n_in - 3; i++)
     ok = ok && matrix(&t[i], b, h, d);
   return ok;
+}
+
+static bool gru_supported(const tpu_op_call *call) {
+  const tpu_tensor *t = call->tensors;
+  if (call->op == TPU_OP_GRU_CELL) {
+    if (!forward_inputs(call, 3) || call->n_outputs != 2)
+      return false;
+    const tpu_tensor *o = t + call->n_inputs;
+    int64_t b = t[2].sizes[0], h = t[2].sizes[1];
+    return matrix(&o[0], b, h, t[2].dtype) && matrix(&o[1], b, 5 * h, t[2].dtype);
+  }
+  bool bias = call->n_outputs == 5;
+  if (call->n_inputs != 2 || (call->n_outputs != 3 && !bias) || t[0].ndim != 2)
+    return false;
+  const tpu_tensor *o = t + 2;
+  int64_t b = t[0].sizes[0], h = t[0].sizes[1];
+  tpu_dtype d = t[0].dtype;
+  return tpu_dtype_is_floating(d) && matrix(&t[1], b, 5 * h, d) &&
+         matrix(&o[0], b, 3 * h, d) && matrix(&o[1], b, 3 * h, d) && matrix(&o[2], b, h, d) &&
+         (!bias || (vector(&o[3], 3 * h, d) && vector(&o[4], 3 * h, d)));
+}
+
+static bool supports(const tpu_op_call *call) {
+  switch (call->op) {
+  case TPU_OP_LSTM_CELL: case TPU_OP_LSTM_CELL_BACKWARD: return lstm_supported(call);
+  case TPU_OP_GRU_CELL: case TPU_OP_GRU_CELL_BACKWARD: return gru_supported(call);
+  default: return false;
+  }
 }
 
 static tpu_hlo_value f64(tpu_hlo *h, tpu_hlo_value x) {
@@ -67,26 +103,34 @@ static tpu_hlo_value sigmoid(tpu_hlo *h, tpu_hlo_value x) {
                         add(h, tpu_hlo_full(h, TPU_FLOAT64, "1.0", &x), e));
 }
 
-/* Gate q (of 4) of a [B, 4H] value: its columns [q H, (q + 1) H). */
-static tpu_hlo_value gate(tpu_hlo *h, tpu_hlo_value x, int q) {
-  int64_t hidden = x.dims[1] / 4, start[2] = {0, q * hidden},
+/* Gate q of the `count` gates [B, H] side by side in x [B, count H]. */
+static tpu_hlo_value gate(tpu_hlo *h, tpu_hlo_value x, int q, int count) {
+  int64_t hidden = x.dims[1] / count, start[2] = {0, q * hidden},
           limit[2] = {x.dims[0], (q + 1) * hidden};
   return tpu_hlo_slice(h, x, start, limit);
 }
 
-/* The four [B, H] gates side by side as one [B, 4H] value. */
-static tpu_hlo_value gates(tpu_hlo *h, const tpu_hlo_value *g) {
-  int64_t dims[2] = {g[0].dims[0], 4 * g[0].dims[1]};
+/* `count` [B, H] values side by side as one [B, count H] value. */
+static tpu_hlo_value gates(tpu_hlo *h, const tpu_hlo_value *g, int count) {
+  int64_t dims[2] = {g[0].dims[0], count * g[0].dims[1]};
   tpu_hlo_value like = {.elem = TPU_FLOAT64, .rank = 2, .dims = {dims[0], dims[1]}};
   tpu_hlo_value all = tpu_hlo_full(h, TPU_FLOAT64, "0.0", &like);
-  for (int q = 0; q < 4; q++) {
+  for (int q = 0; q < count; q++) {
     int64_t start[2] = {0, q * g[0].dims[1]};
     all = tpu_hlo_update_slice(h, all, g[q], start);
   }
   return all;
 }
 
-/* A bias [4H] spread over the rows of `like` [B, 4H]. */
+/* The column sums of gate gradients `g`, rounded to `dtype` first. */
+static tpu_hlo_value bias_grad(tpu_hlo *h, tpu_hlo_value g, tpu_dtype dtype) {
+  tpu_hlo_value rounded = tpu_hlo_convert(h, tpu_hlo_cast(h, g, dtype), TPU_FLOAT64);
+  int64_t rows[1] = {0};
+  return tpu_hlo_reduce(h, rounded, tpu_hlo_constant(h, TPU_FLOAT64, "0.0"), rows, 1,
+                        TPU_HLO_ADD);
+}
+
+/* A bias [G H] spread over the rows of `like` [B, G H]. */
 static tpu_hlo_value rows_of(tpu_hlo *h, tpu_hlo_value bias, const tpu_hlo_value *like) {
   int64_t along[1] = {1};
   return tpu_hlo_broadcast(h, f64(h, bias), 2, like->dims, along);
@@ -97,12 +141,12 @@ static void lstm(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
   tpu_hlo_value g = add(h, f64(h, in[0]), f64(h, in[1]));
   if (call->n_inputs == 5)
     g = add(h, add(h, g, rows_of(h, in[3], &g)), rows_of(h, in[4], &g));
-  tpu_hlo_value a[4] = {sigmoid(h, gate(h, g, 0)), sigmoid(h, gate(h, g, 1)),
-                        tpu_hlo_unary(h, "tanh", gate(h, g, 2)), sigmoid(h, gate(h, g, 3))};
+  tpu_hlo_value a[4] = {sigmoid(h, gate(h, g, 0, 4)), sigmoid(h, gate(h, g, 1, 4)),
+                        tpu_hlo_unary(h, "tanh", gate(h, g, 2, 4)), sigmoid(h, gate(h, g, 3, 4))};
   tpu_hlo_value cy = add(h, mul(h, a[1], f64(h, in[2])), mul(h, a[0], a[2]));
   out[0] = mul(h, a[3], tpu_hlo_unary(h, "tanh", cy));
   out[1] = cy;
-  out[2] = gates(h, a);
+  out[2] = gates(h, a, 4);
 }
 
 static void lstm_backward(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
@@ -111,7 +155,8 @@ static void lstm_backward(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_val
   const tpu_hlo_value *ghy = given(call, TPU_RNN_GRAD_HY) ? &in[next++] : NULL;
   const tpu_hlo_value *gcy = given(call, TPU_RNN_GRAD_CY) ? &in[next++] : NULL;
   tpu_hlo_value cx = f64(h, in[next]), cy = f64(h, in[next + 1]), ws = f64(h, in[next + 2]);
-  tpu_hlo_value i = gate(h, ws, 0), f = gate(h, ws, 1), c = gate(h, ws, 2), o = gate(h, ws, 3);
+  tpu_hlo_value i = gate(h, ws, 0, 4), f = gate(h, ws, 1, 4), c = gate(h, ws, 2, 4),
+                o = gate(h, ws, 3, 4);
   tpu_hlo_value zero = tpu_hlo_full(h, TPU_FLOAT64, "0.0", &cx);
   tpu_hlo_value gh = ghy ? f64(h, *ghy) : zero, tc = tpu_hlo_unary(h, "tanh", cy);
   tpu_hlo_value gc = add(h, gcy ? f64(h, *gcy) : zero,
@@ -122,14 +167,44 @@ static void lstm_backward(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_val
       mul(h, mul(h, gc, i), one_minus(h, mul(h, c, c))),
       mul(h, mul(h, mul(h, gh, tc), o), one_minus(h, o)),
   };
-  out[0] = gates(h, gg);
+  out[0] = gates(h, gg, 4);
   out[1] = mul(h, gc, f);
-  if (call->n_outputs == 3) {
-    tpu_dtype d = call->tensors[next].dtype;
-    tpu_hlo_value rounded = f64(h, tpu_hlo_cast(h, out[0], d));
-    int64_t rows[1] = {0};
-    out[2] = tpu_hlo_reduce(h, rounded, tpu_hlo_constant(h, TPU_FLOAT64, "0.0"), rows, 1,
-                            TPU_HLO_ADD);
+  if (call->n_outputs == 3)
+    out[2] = bias_grad(h, out[0], call->tensors[next].dtype);
+}
+
+static void gru(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
+                tpu_hlo_value *out) {
+  tpu_hlo_value ig = f64(h, in[0]), hg = f64(h, in[1]), x = f64(h, in[2]);
+  if (call->n_inputs == 5) {
+    ig = add(h, ig, rows_of(h, in[3], &ig));
+    hg = add(h, hg, rows_of(h, in[4], &hg));
+  }
+  tpu_hlo_value r = sigmoid(h, add(h, gate(h, ig, 0, 3), gate(h, hg, 0, 3)));
+  tpu_hlo_value z = sigmoid(h, add(h, gate(h, ig, 1, 3), gate(h, hg, 1, 3)));
+  tpu_hlo_value hn = gate(h, hg, 2, 3);
+  tpu_hlo_value n = tpu_hlo_unary(h, "tanh", add(h, gate(h, ig, 2, 3), mul(h, r, hn)));
+  out[0] = add(h, n, mul(h, z, tpu_hlo_binary(h, "subtract", x, n)));
+  tpu_hlo_value ws[5] = {r, z, n, x, hn};
+  out[1] = gates(h, ws, 5);
+}
+
+static void gru_backward(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
+                         tpu_hlo_value *out) {
+  tpu_hlo_value g = f64(h, in[0]), ws = f64(h, in[1]);
+  tpu_hlo_value r = gate(h, ws, 0, 5), z = gate(h, ws, 1, 5), n = gate(h, ws, 2, 5),
+                x = gate(h, ws, 3, 5), hn = gate(h, ws, 4, 5);
+  tpu_hlo_value gn = mul(h, mul(h, g, one_minus(h, z)), one_minus(h, mul(h, n, n)));
+  tpu_hlo_value gr = mul(h, mul(h, mul(h, gn, hn), r), one_minus(h, r));
+  tpu_hlo_value gz =
+      mul(h, mul(h, mul(h, g, tpu_hlo_binary(h, "subtract", x, n)), z), one_minus(h, z));
+  tpu_hlo_value input_gates[3] = {gr, gz, gn}, hidden_gates[3] = {gr, gz, mul(h, gn, r)};
+  out[0] = gates(h, input_gates, 3);
+  out[1] = gates(h, hidden_gates, 3);
+  out[2] = mul(h, g, z);
+  if (call->n_outputs == 5) {
+    out[3] = bias_grad(h, out[0], call->tensors[0].dtype);
+    out[4] = bias_grad(h, out[1], call->tensors[0].dtype);
   }
 }
 
@@ -138,10 +213,12 @@ static void emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
   (void)scalar;
   (void)ctx;
   (void)bad;
-  if (call->op == TPU_OP_LSTM_CELL)
-    lstm(h, call, in, out);
-  else
-    lstm_backward(h, call, in, out);
+  switch (call->op) {
+  case TPU_OP_LSTM_CELL: lstm(h, call, in, out); break;
+  case TPU_OP_LSTM_CELL_BACKWARD: lstm_backward(h, call, in, out); break;
+  case TPU_OP_GRU_CELL: gru(h, call, in, out); break;
+  default: gru_backward(h, call, in, out); break;
+  }
 }
 
 const tpu_pjrt_family tpu_pjrt_rnn_family = {.supports = supports, .emit = emit};
