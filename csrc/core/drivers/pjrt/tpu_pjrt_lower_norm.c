@@ -1,22 +1,24 @@
 /* The norm family (ops/tpu_ops_norm.h) in StableHLO: softmax and log_softmax on floating tensors
- * of rank >= 1, layer norm on floating rows, and their backward ops, computed in float32 (float64
- * for float64) and rounded once. Empty weights, biases and their gradients are absent. */
+ * of rank >= 1, layer and RMS norm on floating rows, and their backward ops, computed in float32
+ * (float64 for float64) and rounded once. Empty weights, biases and their gradients are absent. */
 #include <stdio.h>
 
 #include "drivers/pjrt/tpu_pjrt_family.h"
 
-static bool is_layer_norm(tpu_op_id op) {
-  return op == TPU_OP_LAYER_NORM || op == TPU_OP_LAYER_NORM_BACKWARD;
+static bool is_row_norm(tpu_op_id op) {
+  return op == TPU_OP_LAYER_NORM || op == TPU_OP_LAYER_NORM_BACKWARD || op == TPU_OP_RMS_NORM ||
+         op == TPU_OP_RMS_NORM_BACKWARD;
 }
 
 static bool absent(const tpu_op_call *call, int i) {
-  return is_layer_norm(call->op) && tpu_tensor_numel(&call->tensors[i]) == 0;
+  return is_row_norm(call->op) && tpu_tensor_numel(&call->tensors[i]) == 0;
 }
 
-/* Layer norm's rows: X (tensors[0], or [1] for the backward) is [M, N] with M, N > 0; the
+/* A row norm's rows: X (tensors[0], or [1] for the backward ops) is [M, N] with M, N > 0; the
  * per-row statistics [M]; weights, bias and their gradients [N] or absent. */
-static bool layer_norm_supported(const tpu_op_call *call) {
-  const tpu_tensor *x = &call->tensors[call->op == TPU_OP_LAYER_NORM ? 0 : 1];
+static bool row_norm_supported(const tpu_op_call *call) {
+  bool forward = call->op == TPU_OP_LAYER_NORM || call->op == TPU_OP_RMS_NORM;
+  const tpu_tensor *x = &call->tensors[forward ? 0 : 1];
   if (x->ndim != 2 || tpu_tensor_numel(x) == 0)
     return false;
   for (int i = 0; i < call->n_inputs + call->n_outputs; i++) {
@@ -40,9 +42,13 @@ static bool supports(const tpu_op_call *call) {
   case TPU_OP_LOG_SOFTMAX_BACKWARD:
     break;
   case TPU_OP_LAYER_NORM:
-    return call->n_inputs == 3 && call->n_outputs == 3 && layer_norm_supported(call);
+    return call->n_inputs == 3 && call->n_outputs == 3 && row_norm_supported(call);
   case TPU_OP_LAYER_NORM_BACKWARD:
-    return call->n_inputs == 5 && call->n_outputs == 3 && layer_norm_supported(call);
+    return call->n_inputs == 5 && call->n_outputs == 3 && row_norm_supported(call);
+  case TPU_OP_RMS_NORM:
+    return call->n_inputs == 2 && call->n_outputs == 2 && row_norm_supported(call);
+  case TPU_OP_RMS_NORM_BACKWARD:
+    return call->n_inputs == 4 && call->n_outputs == 2 && row_norm_supported(call);
   default:
     return false;
   }
@@ -130,17 +136,47 @@ static void layer_norm_backward(tpu_hlo *h, const tpu_op_call *call, const tpu_h
   out[2] = row_sum(h, dy, 0);
 }
 
+/* RMS_NORM: Y = (X * rstd) * W and rstd = 1 / sqrt(mean(X^2) + eps), from X, W. */
+static void rms_norm(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
+                     tpu_dtype work, tpu_pjrt_scalar_fn scalar, void *ctx, tpu_hlo_value *out) {
+  tpu_hlo_value x = tpu_hlo_convert(h, in[0], work);
+  tpu_hlo_value ms = scaled(h, row_sum(h, tpu_hlo_binary(h, "multiply", x, x), 1), x.dims[1]);
+  tpu_hlo_value eps = tpu_hlo_splat(h, tpu_hlo_convert(h, scalar(ctx, 0, true), work), &ms);
+  tpu_hlo_value rstd = tpu_hlo_unary(h, "rsqrt", tpu_hlo_binary(h, "add", ms, eps));
+  tpu_hlo_value y = tpu_hlo_binary(h, "multiply", x, spread(h, rstd, &x, 0));
+  if (!absent(call, 1))
+    y = tpu_hlo_binary(h, "multiply", y, spread(h, tpu_hlo_convert(h, in[1], work), &x, 1));
+  out[0] = y;
+  out[1] = rstd;
+}
+
+/* RMS_NORM_BACKWARD: dX = (g - xhat * sum(g * xhat) / N) * rstd with g = dY * W and xhat =
+ * X * rstd; dW = the column sums of dY * xhat. From dY, X, rstd, W. */
+static void rms_norm_backward(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
+                              tpu_dtype work, tpu_hlo_value *out) {
+  tpu_hlo_value dy = tpu_hlo_convert(h, in[0], work), x = tpu_hlo_convert(h, in[1], work);
+  tpu_hlo_value r = spread(h, tpu_hlo_convert(h, in[2], work), &x, 0);
+  tpu_hlo_value xhat = tpu_hlo_binary(h, "multiply", x, r), g = dy;
+  if (!absent(call, 3))
+    g = tpu_hlo_binary(h, "multiply", dy, spread(h, tpu_hlo_convert(h, in[3], work), &x, 1));
+  tpu_hlo_value dot = row_sum(h, tpu_hlo_binary(h, "multiply", g, xhat), 1);
+  tpu_hlo_value inner = tpu_hlo_binary(
+      h, "subtract", g,
+      tpu_hlo_binary(h, "multiply", xhat, spread(h, scaled(h, dot, x.dims[1]), &x, 0)));
+  out[0] = tpu_hlo_binary(h, "multiply", inner, r);
+  out[1] = row_sum(h, tpu_hlo_binary(h, "multiply", dy, xhat), 0);
+}
+
 static void emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
                  tpu_pjrt_scalar_fn scalar, void *ctx, tpu_hlo_value *out, tpu_hlo_value *bad) {
   (void)bad;
   tpu_dtype work = call->tensors[0].dtype == TPU_FLOAT64 ? TPU_FLOAT64 : TPU_FLOAT32;
-  if (call->op == TPU_OP_LAYER_NORM) {
-    layer_norm(h, call, in, work, scalar, ctx, out);
-    return;
-  }
-  if (call->op == TPU_OP_LAYER_NORM_BACKWARD) {
-    layer_norm_backward(h, call, in, work, out);
-    return;
+  switch (call->op) {
+  case TPU_OP_LAYER_NORM: layer_norm(h, call, in, work, scalar, ctx, out); return;
+  case TPU_OP_LAYER_NORM_BACKWARD: layer_norm_backward(h, call, in, work, out); return;
+  case TPU_OP_RMS_NORM: rms_norm(h, call, in, work, scalar, ctx, out); return;
+  case TPU_OP_RMS_NORM_BACKWARD: rms_norm_backward(h, call, in, work, out); return;
+  default: break;
   }
   int64_t dim = call->scalars[0].i;
   tpu_hlo_value a = tpu_hlo_convert(h, in[0], work);
