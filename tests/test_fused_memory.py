@@ -187,9 +187,10 @@ def test_sum_of_a_chain_is_reduced_tile_by_tile(dtype: torch.dtype) -> None:
 
 
 def test_partial_sums_are_not_fused() -> None:
-    x = torch.randn(64, 128)
+    x = torch.randn(64, 128, generator=torch.Generator().manual_seed(5))
     t = x.to(DEV)
     got, _ = peak_of("fused", lambda: (t * 3).sum(dim=0))
     torch.testing.assert_close(got, (x * 3).sum(dim=0))
+    # 8192 float32 terms summed in another order than CPU's: a few ulps of the largest partials.
     got, _ = peak_of("fused", lambda: (t.t() * 3).sum())
-    torch.testing.assert_close(got, (x.t() * 3).sum())
+    torch.testing.assert_close(got, (x.t() * 3).sum(), rtol=1e-5, atol=1e-3)
