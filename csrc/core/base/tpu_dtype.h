@@ -120,4 +120,21 @@ static inline uint16_t tpu_f32_to_f16(float f) {
   return sign | (uint16_t)(abs >> 13);
 }
 
+/* A floating element (float16, bfloat16, float32 or float64) widened to double, exactly. */
+static inline double tpu_real_load(const char *p, tpu_dtype dtype) {
+  if (dtype == TPU_FLOAT64) {
+    double v;
+    memcpy(&v, p, sizeof v);
+    return v;
+  }
+  if (dtype == TPU_FLOAT32) {
+    float v;
+    memcpy(&v, p, sizeof v);
+    return v;
+  }
+  uint16_t h;
+  memcpy(&h, p, sizeof h);
+  return dtype == TPU_FLOAT16 ? tpu_f16_to_f32(h) : tpu_bf16_to_f32(h);
+}
+
 #endif

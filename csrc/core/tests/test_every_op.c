@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "counting_driver.h"
-#include "drivers/host/kernels/index/index_util.h"
 #include "every_op_cases_attention.h"
 #include "every_op_cases_base.h"
 #include "every_op_cases_conv.h"

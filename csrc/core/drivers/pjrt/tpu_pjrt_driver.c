@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "base/tpu_env.h"
-#include "drivers/host/engine/engine_nonfinite.h"
 #include "drivers/pjrt/tpu_pjrt_buffer.h"
 #include "drivers/pjrt/tpu_pjrt_cache.h"
 #include "drivers/pjrt/tpu_pjrt_disk_cache.h"
@@ -576,16 +575,37 @@ static tpu_status host_copy(const tpu_tensor *t, tpu_tensor *copy, void **mem) {
   return st;
 }
 
+/* Views the device does not scan (complex dtypes, the first bad element) are scanned on a host
+ * copy by the host driver's scan, reached through the driver registry as the core's fallback
+ * reaches its kernels (ops/tpu_op_fallback.h). */
+static tpu_proc host_proc(const char *name) {
+  const tpu_driver_i *host = tpu_driver_find("host");
+  return host && host->get_proc_address ? host->get_proc_address(name) : NULL;
+}
+
+static bool host_has_nonfinite(const tpu_tensor *t) {
+  tpu_proc_has_nonfinite scan = (tpu_proc_has_nonfinite)host_proc(TPU_PROC_HAS_NONFINITE);
+  return scan && scan(t);
+}
+
+static bool host_first_nonfinite(const tpu_tensor *t, int64_t *index, double *value) {
+  tpu_proc_first_nonfinite first = (tpu_proc_first_nonfinite)host_proc(TPU_PROC_FIRST_NONFINITE);
+  return first && first(t, index, value);
+}
+
 /* Debug mode's scan (TPU_PROC_HAS_NONFINITE): on the device, one byte coming back, where the view
- * lowers; on a host copy of the storage otherwise (complex dtypes). A scan that cannot run (out
- * of memory) finds nothing. */
+ * lowers; on a host copy of the storage otherwise. A scan that cannot run (out of memory) finds
+ * nothing. */
 static bool has_nonfinite(const tpu_tensor *t) {
-  if (!t->buf || !tpu_dtype_has_nonfinite(t->dtype) || tpu_tensor_numel(t) == 0)
-    return t->buf ? false : tpu_has_nonfinite(t);
+  if (!t->buf)
+    return host_has_nonfinite(t);
+  if (!(tpu_dtype_is_floating(t->dtype) || tpu_dtype_is_complex(t->dtype)) ||
+      tpu_tensor_numel(t) == 0)
+    return false;
   if (!tpu_pjrt_nonfinite_lowers(t)) {
     tpu_tensor copy;
     void *mem;
-    bool found = host_copy(t, &copy, &mem) == TPU_OK && tpu_has_nonfinite(&copy);
+    bool found = host_copy(t, &copy, &mem) == TPU_OK && host_has_nonfinite(&copy);
     free(mem);
     return found;
   }
@@ -603,10 +623,11 @@ static bool has_nonfinite(const tpu_tensor *t) {
 /* For the error message only: the first one, found on a host copy (TPU_PROC_FIRST_NONFINITE). */
 static bool first_nonfinite(const tpu_tensor *t, int64_t *index, double *value) {
   if (!t->buf)
-    return tpu_first_nonfinite(t, index, value);
+    return host_first_nonfinite(t, index, value);
   tpu_tensor copy;
   void *mem;
-  bool found = host_copy(t, &copy, &mem) == TPU_OK && tpu_first_nonfinite(&copy, index, value);
+  bool found =
+      host_copy(t, &copy, &mem) == TPU_OK && host_first_nonfinite(&copy, index, value);
   free(mem);
   return found;
 }

@@ -32,23 +32,6 @@ static inline bool tpu_index_dtype_ok(tpu_dtype dtype) {
   return dtype == TPU_INT64 || dtype == TPU_INT32;
 }
 
-/* A floating element (float16, bfloat16, float32 or float64) widened to double, exactly. */
-static inline double tpu_real_load(const char *p, tpu_dtype dtype) {
-  if (dtype == TPU_FLOAT64) {
-    double v;
-    memcpy(&v, p, sizeof v);
-    return v;
-  }
-  if (dtype == TPU_FLOAT32) {
-    float v;
-    memcpy(&v, p, sizeof v);
-    return v;
-  }
-  uint16_t h;
-  memcpy(&h, p, sizeof h);
-  return dtype == TPU_FLOAT16 ? tpu_f16_to_f32(h) : tpu_bf16_to_f32(h);
-}
-
 /* Stores v rounded to a floating dtype; float16 and bfloat16 round through float, as c10 does. */
 static inline void tpu_real_store(char *p, tpu_dtype dtype, double v) {
   if (dtype == TPU_FLOAT64) {
