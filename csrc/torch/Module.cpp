@@ -7,6 +7,7 @@
 #include <chrono>
 #include <thread>
 
+#include "dist/TpuDistBackend.h"
 #include "runtime/TpuAllocator.h"
 #include "runtime/TpuCore.h"
 #include "runtime/TpuGenerator.h"
@@ -201,6 +202,7 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "torch_tpu native module";
   // Makes the built-in drivers selectable; TORCH_TPU_DRIVER picks one on first use.
   check(tpu_drivers_register_builtin());
+  register_dist(m);
 
   m.def("_lazy_init", [] {
     torch::utils::register_fork_handler_for_device_init(at::kPrivateUse1);

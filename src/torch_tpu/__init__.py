@@ -32,6 +32,9 @@ def _register() -> None:
     if _registered:
         return
     _hand_over_pjrt_plugin()
+    # Before _C: its tpu_dist backend class derives from torch.distributed's Backend.
+    import torch.distributed
+
     from . import _C  # noqa: F401  (loads the native runtime and its registrations)
     from . import tpu as device_module
 
@@ -39,6 +42,10 @@ def _register() -> None:
     torch._register_device_module("tpu", device_module)
     torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
     _hand_over_blas()
+    if torch.distributed.is_available():
+        from . import distributed
+
+        distributed.register()
     _registered = True
 
 

@@ -29,6 +29,7 @@ const char *tpu_status_name(tpu_status status) {
   case TPU_ERR_OUT_OF_MEMORY: return "out of memory";
   case TPU_ERR_NOT_IMPLEMENTED: return "not implemented";
   case TPU_ERR_BAD_FORK: return "bad fork";
+  case TPU_ERR_DIST: return "distributed error";
   }
   return "unknown error";
 }

@@ -15,6 +15,7 @@ typedef enum tpu_status {
   TPU_ERR_OUT_OF_MEMORY,   /* torch.OutOfMemoryError: the chip's capacity is exhausted */
   TPU_ERR_NOT_IMPLEMENTED, /* NotImplementedError */
   TPU_ERR_BAD_FORK,        /* RuntimeError: the runtime was initialized before fork() */
+  TPU_ERR_DIST,            /* torch.distributed.DistBackendError: a collective failed or timed out */
 } tpu_status;
 
 /* Records a printf-style message for the calling thread and returns `status` unchanged. */

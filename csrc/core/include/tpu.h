@@ -9,6 +9,7 @@ extern "C" {
 #endif
 
 #include "base/tpu_env.h"
+#include "dist/tpu_comm.h"
 #include "drivers/tpu_driver.h"
 #include "drivers/tpu_drivers.h"
 #include "exec/tpu_device.h"

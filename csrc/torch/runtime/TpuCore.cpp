@@ -29,6 +29,8 @@ void throw_status(tpu_status status, const char* context) {
       TORCH_CHECK_WITH(OutOfMemoryError, false, message);
     case TPU_ERR_NOT_IMPLEMENTED:
       TORCH_CHECK_NOT_IMPLEMENTED(false, message);
+    case TPU_ERR_DIST:
+      C10_THROW_ERROR(DistBackendError, message);
     case TPU_ERR_RUNTIME:
     case TPU_ERR_BAD_FORK:
       break;

@@ -1,0 +1,569 @@
+// The tpu_dist c10d backend: a thin c10d::Backend over the core's shared-memory collectives
+// (csrc/core/dist/tpu_comm.h). Each collective stages tpu tensors straight to and from the
+// segment with the core's copy op, on the current stream, after the work queued there: in fused
+// mode that is where a collective's inputs materialize. Collectives complete before they return;
+// their Work objects carry completed futures.
+#include "dist/TpuDistBackend.h"
+
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+#include <torch/csrc/utils/pybind.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "runtime/TpuCore.h"
+
+namespace torch_tpu {
+namespace {
+
+// A list of tensors seen as one run of bytes, in order: one side of a collective. Non-contiguous
+// tensors travel through dense copies, written back by `finish` when they are outputs.
+class Staged {
+ public:
+  Staged(std::vector<at::Tensor> tensors, bool output)
+      : originals_(std::move(tensors)), output_(output) {
+    for (const at::Tensor& t : originals_) {
+      dense_.push_back(t.is_contiguous() ? t : t.contiguous());
+      starts_.push_back(bytes_);
+      bytes_ += static_cast<size_t>(t.numel()) * t.element_size();
+    }
+  }
+
+  tpu_comm_buf* buf() {
+    buf_ = tpu_comm_buf{&Staged::read, &Staged::write, this, bytes_};
+    return &buf_;
+  }
+
+  size_t bytes(size_t i) const { return (i + 1 < starts_.size() ? starts_[i + 1] : bytes_) - starts_[i]; }
+
+  // Rethrows a staging copy's error; writes dense copies back into non-contiguous outputs.
+  void finish() {
+    if (error_) {
+      std::rethrow_exception(error_);
+    }
+    for (size_t i = 0; output_ && i < originals_.size(); i++) {
+      if (!dense_[i].is_same(originals_[i])) {
+        originals_[i].copy_(dense_[i]);
+      }
+    }
+  }
+
+ private:
+  static tpu_status read(void* ctx, size_t offset, size_t n, void* dst) {
+    return static_cast<Staged*>(ctx)->move(offset, n, dst, false);
+  }
+  static tpu_status write(void* ctx, size_t offset, size_t n, const void* src) {
+    return static_cast<Staged*>(ctx)->move(offset, n, const_cast<void*>(src), true);
+  }
+
+  // Copies bytes [offset, offset + n) between the tensors and `host`; errors are kept for
+  // finish(), since no C++ exception may cross the C core.
+  tpu_status move(size_t offset, size_t n, void* host, bool to_tensor) {
+    try {
+      size_t i = std::upper_bound(starts_.begin(), starts_.end(), offset) - starts_.begin() - 1;
+      for (size_t done = 0; done < n; i++) {
+        size_t at = offset + done - starts_[i];
+        size_t len = std::min(n - done, bytes(i) - at);
+        copy_piece(dense_[i], at, len, static_cast<char*>(host) + done, to_tensor);
+        done += len;
+      }
+      return TPU_OK;
+    } catch (...) {
+      error_ = std::current_exception();
+      return tpu_error(TPU_ERR_RUNTIME, "tpu_dist: staging a tensor failed");
+    }
+  }
+
+  static void copy_piece(const at::Tensor& t, size_t at, size_t len, char* host, bool to_tensor) {
+    if (len == 0) {
+      return;
+    }
+    if (t.is_cpu()) {
+      char* data = static_cast<char*>(t.data_ptr()) + at;
+      std::memcpy(to_tensor ? data : host, to_tensor ? host : data, len);
+      return;
+    }
+    tpu_tensor device = core_bytes(t);
+    device.offset += static_cast<int64_t>(at);
+    device.sizes[0] = static_cast<int64_t>(len);
+    tpu_tensor staged{};
+    staged.host = host;
+    staged.dtype = TPU_UINT8;
+    staged.ndim = 1;
+    staged.sizes[0] = static_cast<int64_t>(len);
+    staged.strides[0] = 1;
+    tpu_op_call* call = new_call(TPU_OP_COPY, 1, 1);
+    call->tensors[0] = to_tensor ? staged : device;
+    call->tensors[1] = to_tensor ? device : staged;
+    launch_sync(t.device().index(), call);
+  }
+
+  std::vector<at::Tensor> originals_, dense_;
+  std::vector<size_t> starts_;
+  size_t bytes_ = 0;
+  bool output_;
+  tpu_comm_buf buf_{};
+  std::exception_ptr error_;
+};
+
+// A collective that completed before its Work was made: a completed future holding its outputs.
+class DoneWork : public c10d::Work {
+ public:
+  DoneWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
+      : Work(rank, type),
+        future_(c10::make_intrusive<c10::ivalue::Future>(
+            c10::ListType::create(c10::TensorType::get()))) {
+    future_->markCompleted(c10::IValue(outputs));
+    finish();
+  }
+  bool wait(std::chrono::milliseconds /* timeout */) override { return true; }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+
+ private:
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+// A send in flight on the backend's sender thread: wait() blocks until it is through the mailbox.
+class SendWork : public c10d::Work {
+ public:
+  SendWork(int rank, c10::intrusive_ptr<c10::ivalue::Future> future)
+      : Work(rank, c10d::OpType::SEND), future_(std::move(future)) {}
+  bool isCompleted() override { return future_->completed(); }
+  bool isSuccess() const override { return future_->completed() && !future_->hasError(); }
+  std::exception_ptr exception() const override {
+    return future_->hasError() ? future_->exception_ptr() : nullptr;
+  }
+  bool wait(std::chrono::milliseconds /* timeout */) override {
+    future_->wait();
+    if (future_->hasError()) {
+      std::rethrow_exception(future_->exception_ptr());
+    }
+    return true;
+  }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+
+ private:
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+// Runs sends in order on one thread, so that isend returns at once and a rank can post its
+// receives: a ring of blocking sends larger than a mailbox would otherwise wait on each other.
+class Sender {
+ public:
+  Sender() : thread_([this] { loop(); }) {}
+  ~Sender() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
+  }
+  void post(std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      tasks_.push_back(std::move(task));
+    }
+    wake_.notify_one();
+  }
+
+ private:
+  void loop() {
+    for (;;) {
+      std::function<void()> task;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [this] { return stop_ || !tasks_.empty(); });
+        if (tasks_.empty()) {
+          return;
+        }
+        task = std::move(tasks_.front());
+        tasks_.pop_front();
+      }
+      task();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::function<void()>> tasks_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+tpu_reduce_op reduce_op_of(const c10d::ReduceOp& op) {
+  switch (op.op_) {
+    case c10d::ReduceOp::SUM: return TPU_REDUCE_SUM;
+    case c10d::ReduceOp::AVG: return TPU_REDUCE_AVG;
+    case c10d::ReduceOp::PRODUCT: return TPU_REDUCE_PRODUCT;
+    case c10d::ReduceOp::MIN: return TPU_REDUCE_MIN;
+    case c10d::ReduceOp::MAX: return TPU_REDUCE_MAX;
+    case c10d::ReduceOp::BAND: return TPU_REDUCE_BAND;
+    case c10d::ReduceOp::BOR: return TPU_REDUCE_BOR;
+    case c10d::ReduceOp::BXOR: return TPU_REDUCE_BXOR;
+    case c10d::ReduceOp::PREMUL_SUM: return TPU_REDUCE_PREMUL_SUM;
+    default: break;
+  }
+  TORCH_CHECK_VALUE(false, "tpu_dist does not support reduce op ", static_cast<int>(op.op_));
+}
+
+double premul_factor(const c10d::ReduceOp& op) {
+  if (op.op_ != c10d::ReduceOp::PREMUL_SUM) {
+    return 1.0;
+  }
+  auto* s = static_cast<c10d::PreMulSumSupplement*>(op.supplement_.get());
+  TORCH_CHECK_VALUE(s, "PREMUL_SUM without a factor");
+  return s->tensor_factor.defined() ? s->tensor_factor.item<double>() : s->double_factor;
+}
+
+const at::Tensor& single(const std::vector<at::Tensor>& tensors, const char* what) {
+  TORCH_CHECK_VALUE(tensors.size() == 1, "tpu_dist ", what, " takes one tensor per rank, got ",
+                    tensors.size());
+  return tensors[0];
+}
+
+// Byte sizes of `splits` rows of `t` along dim 0 for each of `size` ranks (even when empty).
+std::vector<size_t> split_bytes(const at::Tensor& t, const std::vector<int64_t>& splits, int size) {
+  int64_t rows = t.dim() ? t.size(0) : 1;
+  size_t row_bytes = rows ? static_cast<size_t>(t.numel() / rows) * t.element_size() : 0;
+  std::vector<size_t> bytes(size);
+  TORCH_CHECK_VALUE(splits.empty() || static_cast<int>(splits.size()) == size,
+                    "tpu_dist all_to_all: ", splits.size(), " split sizes for ", size, " ranks");
+  TORCH_CHECK_VALUE(!splits.empty() || rows % size == 0, "tpu_dist all_to_all: ", rows,
+                    " rows do not split evenly over ", size, " ranks");
+  int64_t total = 0;
+  for (int p = 0; p < size; p++) {
+    int64_t r = splits.empty() ? rows / size : splits[p];
+    TORCH_CHECK_VALUE(r >= 0, "tpu_dist all_to_all: negative split size ", r);
+    total += r;
+    bytes[p] = static_cast<size_t>(r) * row_bytes;
+  }
+  TORCH_CHECK_VALUE(total == rows, "tpu_dist all_to_all: split sizes add up to ", total,
+                    ", the tensor has ", rows, " rows");
+  return bytes;
+}
+
+std::vector<size_t> offsets_of(const std::vector<size_t>& bytes) {
+  std::vector<size_t> offsets(bytes.size());
+  for (size_t p = 1; p < bytes.size(); p++) {
+    offsets[p] = offsets[p - 1] + bytes[p - 1];
+  }
+  return offsets;
+}
+
+class TpuDistBackend final : public c10d::Backend {
+ public:
+  TpuDistBackend(const std::string& segment, int rank, int size, std::chrono::milliseconds timeout,
+                 std::string group)
+      : Backend(rank, size), timeout_(timeout), group_(std::move(group)) {
+    check(tpu_comm_open(segment.c_str(), rank, size, timeout_ms(), &comm_));
+    tpu_status st = tpu_comm_barrier(comm_, timeout_ms());
+    if (rank == 0) {
+      tpu_comm_unlink(segment.c_str());
+    }
+    if (st != TPU_OK) {
+      tpu_comm_close(comm_);
+      comm_ = nullptr;
+      throw_status(st, context("init").c_str());
+    }
+  }
+  ~TpuDistBackend() override {
+    sender_.reset();
+    tpu_comm_close(comm_);
+  }
+
+  const std::string getBackendName() const override { return "tpu_dist"; }
+  void setTimeout(std::chrono::milliseconds timeout) override { timeout_ = timeout; }
+  void setSequenceNumberForGroup() override { seq_ = 0; }
+  uint64_t getSequenceNumberForGroup() override { return seq_; }
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts) override {
+    Staged s({single(tensors, "broadcast")}, true);
+    run("broadcast", {&s}, [&] {
+      return tpu_comm_broadcast(comm_, s.buf(), static_cast<int>(opts.rootRank), timeout_ms(opts.timeout));
+    });
+    return done(c10d::OpType::BROADCAST, tensors);
+  }
+
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts) override {
+    all_reduce(single(tensors, "all_reduce"), opts.reduceOp, opts.timeout);
+    return done(c10d::OpType::ALLREDUCE, tensors);
+  }
+
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
+      std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) override {
+    for (const at::Tensor& t : tensors) {
+      all_reduce(t, opts.reduceOp, opts.timeout);
+    }
+    return done(c10d::OpType::ALLREDUCE_COALESCED, tensors);
+  }
+
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
+                                        const c10d::ReduceOptions& opts) override {
+    const at::Tensor& t = single(tensors, "reduce");
+    Staged s({t}, true);
+    run("reduce", {&s}, [&] {
+      return tpu_comm_reduce(comm_, s.buf(), s.buf(), static_cast<int>(opts.rootRank),
+                             to_core_dtype(t.scalar_type()), reduce_op_of(opts.reduceOp),
+                             premul_factor(opts.reduceOp), timeout_ms(opts.timeout));
+    });
+    return done(c10d::OpType::REDUCE, tensors);
+  }
+
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& opts) override {
+    TORCH_CHECK_VALUE(outputs.size() == 1, "tpu_dist all_gather takes one output list");
+    gather_into(outputs[0], single(inputs, "all_gather"), opts.timeout);
+    return done(c10d::OpType::ALLGATHER, outputs[0]);
+  }
+
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions& opts) override {
+    gather_into({output}, input, opts.timeout);
+    return done(c10d::OpType::_ALLGATHER_BASE, {output});
+  }
+
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts) override {
+    TORCH_CHECK_VALUE(outputs.size() == inputs.size(), "tpu_dist: as many outputs as inputs");
+    for (size_t i = 0; i < inputs.size(); i++) {
+      gather_into({outputs[i]}, inputs[i], opts.timeout);
+    }
+    return done(c10d::OpType::COALESCED, outputs);
+  }
+
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                        std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts) override {
+    int root = static_cast<int>(opts.rootRank);
+    Staged in({single(inputs, "gather")}, false);
+    Staged out(getRank() == root ? outputs.at(0) : std::vector<at::Tensor>{}, true);
+    run("gather", {&in, &out}, [&] {
+      return tpu_comm_gather(comm_, in.buf(), out.buf(), root, timeout_ms(opts.timeout));
+    });
+    return done(c10d::OpType::GATHER, getRank() == root ? outputs[0] : std::vector<at::Tensor>{});
+  }
+
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
+                                         std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts) override {
+    int root = static_cast<int>(opts.rootRank);
+    Staged in(getRank() == root ? inputs.at(0) : std::vector<at::Tensor>{}, false);
+    Staged out({single(outputs, "scatter")}, true);
+    run("scatter", {&in, &out}, [&] {
+      return tpu_comm_scatter(comm_, in.buf(), out.buf(), root, timeout_ms(opts.timeout));
+    });
+    return done(c10d::OpType::SCATTER, outputs);
+  }
+
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts) override {
+    TORCH_CHECK_VALUE(inputs.size() == 1, "tpu_dist reduce_scatter takes one input list");
+    scatter_reduced(single(outputs, "reduce_scatter"), inputs[0], opts);
+    return done(c10d::OpType::REDUCE_SCATTER, outputs);
+  }
+
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
+      at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) override {
+    scatter_reduced(output, {input}, opts);
+    return done(c10d::OpType::_REDUCE_SCATTER_BASE, {output});
+  }
+
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::ReduceScatterOptions& opts) override {
+    TORCH_CHECK_VALUE(outputs.size() == inputs.size(), "tpu_dist: as many outputs as inputs");
+    for (size_t i = 0; i < inputs.size(); i++) {
+      scatter_reduced(outputs[i], {inputs[i]}, opts);
+    }
+    return done(c10d::OpType::COALESCED, outputs);
+  }
+
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<int64_t>& output_splits,
+                                               std::vector<int64_t>& input_splits,
+                                               const c10d::AllToAllOptions& opts) override {
+    check_same_dtype(output, input);
+    std::vector<size_t> send = split_bytes(input, input_splits, getSize());
+    std::vector<size_t> recv = split_bytes(output, output_splits, getSize());
+    all_to_all({input}, offsets_of(send), send, {output}, offsets_of(recv), recv, opts.timeout);
+    return done(c10d::OpType::ALLTOALL_BASE, {output});
+  }
+
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs,
+                                          std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts) override {
+    TORCH_CHECK_VALUE(static_cast<int>(inputs.size()) == getSize() &&
+                          static_cast<int>(outputs.size()) == getSize(),
+                      "tpu_dist all_to_all takes one tensor per rank");
+    std::vector<size_t> send, recv;
+    for (int p = 0; p < getSize(); p++) {
+      check_same_dtype(outputs[p], inputs[p]);
+      send.push_back(static_cast<size_t>(inputs[p].numel()) * inputs[p].element_size());
+      recv.push_back(static_cast<size_t>(outputs[p].numel()) * outputs[p].element_size());
+    }
+    all_to_all(inputs, offsets_of(send), send, outputs, offsets_of(recv), recv, opts.timeout);
+    return done(c10d::OpType::ALLTOALL, outputs);
+  }
+
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override {
+    run("barrier", {}, [&] { return tpu_comm_barrier(comm_, timeout_ms(opts.timeout)); });
+    return done(c10d::OpType::BARRIER, {});
+  }
+
+  void monitoredBarrier(const c10d::BarrierOptions& opts, bool /* wait_all_ranks */) override {
+    run("monitored_barrier", {}, [&] { return tpu_comm_barrier(comm_, timeout_ms(opts.timeout)); });
+  }
+
+  // The tensor is copied to the host here, in order with the caller's stream; the sender thread
+  // then streams that copy to the peer.
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst,
+                                      int /* tag */) override {
+    at::Tensor host = single(tensors, "send").to(at::kCPU, /*non_blocking=*/false, /*copy=*/true)
+                          .contiguous();
+    auto future = c10::make_intrusive<c10::ivalue::Future>(
+        c10::ListType::create(c10::TensorType::get()));
+    int64_t timeout = timeout_ms();
+    std::string where = context("send");
+    std::lock_guard<std::mutex> lock(sender_mutex_);
+    if (!sender_) {
+      sender_ = std::make_unique<Sender>();
+    }
+    sender_->post([this, host, future, dst, timeout, where, tensors] {
+      tpu_comm_buf buf = tpu_comm_host_buf(host.data_ptr(), host.numel() * host.element_size());
+      tpu_status st = tpu_comm_send(comm_, &buf, dst, timeout);
+      if (st == TPU_OK) {
+        future->markCompleted(c10::IValue(tensors));
+        return;
+      }
+      try {
+        throw_status(st, where.c_str());
+      } catch (...) {
+        future->setError(std::current_exception());
+      }
+    });
+    return c10::make_intrusive<SendWork>(getRank(), future);
+  }
+
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src,
+                                      int /* tag */) override {
+    Staged s({single(tensors, "recv")}, true);
+    run("recv", {&s}, [&] { return tpu_comm_recv(comm_, s.buf(), src, timeout_ms()); });
+    return done(c10d::OpType::RECV, tensors);
+  }
+
+ private:
+  int64_t timeout_ms(std::chrono::milliseconds given = c10d::kUnsetTimeout) const {
+    return (given == c10d::kUnsetTimeout ? timeout_ : given).count();
+  }
+
+  std::string context(const char* what) const {
+    return c10::str("tpu_dist ", what, " in group '", group_, "' (rank ", getRank(), " of ",
+                    getSize(), ")");
+  }
+
+  // Runs one collective on the communicator, one at a time, and turns its failure (a staging
+  // copy's exception first) into the exception PyTorch raises.
+  template <typename F>
+  void run(const char* what, std::initializer_list<Staged*> sides, F&& collective) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    seq_++;
+    tpu_status st = collective();
+    for (Staged* s : sides) {
+      s->finish();
+    }
+    if (st != TPU_OK) {
+      throw_status(st, context(what).c_str());
+    }
+  }
+
+  c10::intrusive_ptr<c10d::Work> done(c10d::OpType type, std::vector<at::Tensor> outputs) {
+    return c10::make_intrusive<DoneWork>(getRank(), type, std::move(outputs));
+  }
+
+  static void check_same_dtype(const at::Tensor& a, const at::Tensor& b) {
+    TORCH_CHECK_TYPE(a.scalar_type() == b.scalar_type(), "tpu_dist: output dtype ",
+                     a.scalar_type(), " differs from input dtype ", b.scalar_type());
+  }
+
+  void all_reduce(const at::Tensor& t, const c10d::ReduceOp& op, std::chrono::milliseconds timeout) {
+    Staged s({t}, true);
+    run("all_reduce", {&s}, [&] {
+      return tpu_comm_all_reduce(comm_, s.buf(), s.buf(), to_core_dtype(t.scalar_type()),
+                                 reduce_op_of(op), premul_factor(op), timeout_ms(timeout));
+    });
+  }
+
+  void gather_into(const std::vector<at::Tensor>& outputs, const at::Tensor& input,
+                   std::chrono::milliseconds timeout) {
+    for (const at::Tensor& o : outputs) {
+      check_same_dtype(o, input);
+    }
+    Staged in({input}, false);
+    Staged out(outputs, true);
+    run("all_gather", {&in, &out}, [&] {
+      return tpu_comm_all_gather(comm_, in.buf(), out.buf(), timeout_ms(timeout));
+    });
+  }
+
+  void scatter_reduced(const at::Tensor& output, const std::vector<at::Tensor>& inputs,
+                       const c10d::ReduceScatterOptions& opts) {
+    for (const at::Tensor& i : inputs) {
+      check_same_dtype(output, i);
+    }
+    Staged in(inputs, false);
+    Staged out({output}, true);
+    run("reduce_scatter", {&in, &out}, [&] {
+      return tpu_comm_reduce_scatter(comm_, in.buf(), out.buf(), to_core_dtype(output.scalar_type()),
+                                     reduce_op_of(opts.reduceOp), premul_factor(opts.reduceOp),
+                                     timeout_ms(opts.timeout));
+    });
+  }
+
+  void all_to_all(const std::vector<at::Tensor>& inputs, const std::vector<size_t>& send_offsets,
+                  const std::vector<size_t>& send, const std::vector<at::Tensor>& outputs,
+                  const std::vector<size_t>& recv_offsets, const std::vector<size_t>& recv,
+                  std::chrono::milliseconds timeout) {
+    Staged in(inputs, false);
+    Staged out(outputs, true);
+    run("all_to_all", {&in, &out}, [&] {
+      return tpu_comm_all_to_all(comm_, in.buf(), send_offsets.data(), send.data(), out.buf(),
+                                 recv_offsets.data(), recv.data(), timeout_ms(timeout));
+    });
+  }
+
+  tpu_comm* comm_ = nullptr;
+  std::chrono::milliseconds timeout_;
+  std::string group_;
+  std::mutex mutex_;
+  uint64_t seq_ = 0;
+  std::mutex sender_mutex_;
+  std::unique_ptr<Sender> sender_; // started by the first send
+};
+
+} // namespace
+
+void register_dist(pybind11::module& m) {
+  pybind11::class_<TpuDistBackend, c10d::Backend, c10::intrusive_ptr<TpuDistBackend>>(
+      m, "_TpuDistBackend")
+      .def(pybind11::init([](const std::string& segment, int rank, int size, double timeout_s,
+                             const std::string& group) {
+             return c10::make_intrusive<TpuDistBackend>(
+                 segment, rank, size,
+                 std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000.0)), group);
+           }),
+           pybind11::call_guard<pybind11::gil_scoped_release>());
+}
+
+} // namespace torch_tpu
