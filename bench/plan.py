@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-SECTIONS = ("limits", "ops", "models", "timesplit", "pjrt")
+SECTIONS = ("limits", "ops", "models", "timesplit", "pjrt", "dist")
 
 
 @dataclass(frozen=True)

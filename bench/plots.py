@@ -1,5 +1,5 @@
-"""PNG plots of a run: a roofline chart of the op micro-benchmarks, and bars of steps/s and peak
-memory per contender for the model steps."""
+"""PNG plots of a run: a roofline chart of the op micro-benchmarks, bars of steps/s and peak
+memory per contender for the model steps, and all_reduce bus bandwidth against message size."""
 
 from __future__ import annotations
 
@@ -176,10 +176,42 @@ def model_bars(doc: Doc, path: Path) -> Path | None:
     return path
 
 
+def dist_bandwidth(doc: Doc, path: Path) -> Path | None:
+    section = doc.get("dist")
+    if not section or section.get("status") == "n/a":
+        return None
+    from bench.dist import CONTENDERS
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for k, (name, (_, label)) in enumerate(CONTENDERS.items()):
+        rows = sorted(
+            (r for r in section["rows"] if r["contender"] == name), key=lambda r: r["bytes"]
+        )
+        ax.plot(
+            [r["bytes"] for r in rows],
+            [r["bus_gbps"] for r in rows],
+            marker=MARKERS[k],
+            label=label,
+        )
+    ax.axhline(section["memcpy_gbps"], color="gray", linestyle="--", label="memcpy, one thread")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("message size (bytes)")
+    ax.set_ylabel("all_reduce bus bandwidth (GB/s)")
+    ax.set_title(f"all_reduce on {section['world']} ranks ({doc['mode']} run)")
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
 def write_plots(doc: Doc, results: Path) -> list[Path]:
     results.mkdir(parents=True, exist_ok=True)
     out = [
         roofline(doc, results / f"roofline-{doc['mode']}.png"),
         model_bars(doc, results / f"models-{doc['mode']}.png"),
+        dist_bandwidth(doc, results / f"dist-{doc['mode']}.png"),
     ]
     return [p for p in out if p is not None]

@@ -329,6 +329,10 @@ def render(doc: Doc) -> str:
         from bench.pjrt import table
 
         parts.append(table(doc["pjrt"], fn))
+    if doc.get("dist"):
+        from bench.dist import render as dist_table
+
+        parts.append(dist_table(doc["dist"]))
     if doc["ops"]:
         parts.append(ops_table(doc, fn))
     legend = "\n".join(f"- {c['short']}: {c['label']}" for c in doc["contenders"])

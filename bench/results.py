@@ -136,6 +136,19 @@ def pjrt_errors(section: Any) -> list[str]:
     return errs
 
 
+def dist_errors(section: Any) -> list[str]:
+    """The dist section (bench.dist.run), absent from runs that did not select it."""
+    if section is None or (isinstance(section, dict) and section.get("status") == "n/a"):
+        return [] if section is None or section.get("reason") else ["dist: n/a without a reason"]
+    rows = section.get("rows") if isinstance(section, dict) else None
+    if not isinstance(rows, list) or not rows:
+        return ["dist.rows: missing or empty"]
+    errs = [] if isinstance(section.get("memcpy_gbps"), float) else ["dist.memcpy_gbps: missing"]
+    for i, row in enumerate(rows):
+        errs += _field_errors(f"dist.rows[{i}]", row, ("seconds", "bus_gbps"), ())
+    return errs
+
+
 def validate(doc: Any) -> list[str]:
     """Every structural problem of `doc`; empty when it matches the schema."""
     if not isinstance(doc, dict):
@@ -170,6 +183,7 @@ def validate(doc: Any) -> list[str]:
         for n in doc["op_contenders"]:
             errs += outcome_errors(f"ops[{i}].results.{n}", row.get("results", {}).get(n))
     errs += pjrt_errors(doc.get("pjrt"))
+    errs += dist_errors(doc.get("dist"))
     for i, row in enumerate(doc["models"]):
         if row.get("task") not in ("train", "infer"):
             errs.append(f"models[{i}].task: {row.get('task')!r}")

@@ -51,7 +51,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     g.add_argument("--full", action="store_true", help="more repetitions, every memory probe")
     p.add_argument(
         "--only",
-        help="comma list of sections limits|ops|models|timesplit|pjrt, each optionally "
+        help="comma list of sections limits|ops|models|timesplit|pjrt|dist, each optionally "
         "SECTION:SUBSTRING to filter, e.g. ops:gemm,models:gpt-tiny",
     )
     p.add_argument("--out", type=Path, help="results directory (default bench/results)")
@@ -136,6 +136,12 @@ def main(argv: list[str]) -> int:
         names = [m for m in pjrt.RUNS if p.selects("pjrt", m)]
         log(f"pjrt: {', '.join(names)}, each contender in its own process")
         pjrt_section = pjrt.run(names, log=log)
+    dist_section: dict[str, object] | None = None
+    if p.wants("dist"):
+        from bench import dist
+
+        log(f"dist: all_reduce on {dist.WORLD} ranks, Gloo and tpu_dist, 4 KiB to 256 MiB")
+        dist_section = dist.run(log=log)
     if p.wants("limits"):
         log("limits again: the roofs are the best repetitions over both passes")
         merge(limits, measure_limits(threads, quick=p.mode == "quick"))
@@ -195,6 +201,7 @@ def main(argv: list[str]) -> int:
         "models": model_rows,
         "timesplit": split,
         "pjrt": pjrt_section,
+        "dist": dist_section,
         "notes": NOTES,
     }
     doc["runtime_s"] = round(time.perf_counter() - t_start, 1)

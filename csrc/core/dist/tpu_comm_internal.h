@@ -24,12 +24,11 @@
  * /dev/shm: 25 MiB for 2 ranks, 88 MiB for 8, about 1.5 GiB for 64. */
 #define COMM_MAX_RANKS 64
 
-/* One rank's slot. Large enough that a phase's copies (milliseconds for 4 MiB) dwarf its barrier
- * (microseconds) and that a device buffer's read and write callbacks move large pieces, small
- * enough that the two sets of a 2-rank group take 24 MiB of /dev/shm; a multiple of every element
- * size and of a cache line. (Slots that fit the last-level cache, 256 KiB, made a host-memory
- * all_reduce about 10% faster on an 8 MiB-L3 machine: worth revisiting with device buffers.) */
-#define COMM_CHUNK_BYTES ((size_t)4 << 20)
+/* One rank's slot. Small enough that a chunk staged in and reduced is still in the last-level
+ * cache when it is copied out, large enough that a phase's copies dwarf its barrier and that a
+ * device buffer's read and write callbacks move sizable pieces; a multiple of every element size
+ * and of a cache line. bench/dist.py measures the trade. */
+#define COMM_CHUNK_BYTES ((size_t)512 << 10)
 
 /* One ordered pair's ring for send/recv: large enough that copying, not the handshakes, dominates
  * a large message, small enough that size^2 of them stay modest. */
