@@ -39,8 +39,10 @@ $(INSTALL_STAMP): $(DEPS_STAMP) $(SOURCES)
 		-Ccmake.define.TPU_WERROR=ON .
 	touch $@
 
+# The single-process job, then DDP on two ranks through tpu_dist (examples/ddp.py).
 demo: setup
 	$(PY) examples/train_gpt.py
+	$(VENV)/bin/torchrun --nproc-per-node=2 examples/ddp.py
 
 # The installed CPU plugin (found when the recipe runs, after setup): the plain C tests run the PJRT
 # driver's tests on it; the sanitized builds skip them (the plugin is not instrumented).

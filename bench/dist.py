@@ -177,6 +177,7 @@ def render(section: dict[str, Any]) -> str:
         "",
         md_table(header, body),
         "",
+        "Each rank is a process with one thread (torch.set_num_threads(1)). "
         f"memcpy (one thread, 64 MiB): {section['memcpy_gbps']:.2f} GB/s. "
         f"At 64 MiB tpu_dist is {fmt_ratio(s['bandwidth_vs_gloo_64mib'])} Gloo's bus bandwidth and "
         f"{s['bandwidth_vs_memcpy_64mib']:.0%} of memcpy's; at 4 KiB its latency is "

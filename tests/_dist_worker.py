@@ -282,28 +282,34 @@ def scenario_mismatch(rank: int, world: int) -> Any:
     return {"error": error, "after": (torch.ones(3, device="tpu") * 2).sum().item()}
 
 
-def scenario_ddp(rank: int, world: int) -> Any:
-    """DDP on 2+ ranks against one process training on the whole batch: the same losses."""
-    from torch.nn.parallel import DistributedDataParallel as DDP
+def mlp() -> torch.nn.Sequential:
+    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4))
 
+
+def train_against_one_process(
+    rank: int, world: int, parallelize: Callable[[torch.nn.Module], torch.nn.Module], split: bool
+) -> dict[str, list[float]]:
+    """SGD steps of an MLP made parallel by `parallelize` (on tpu) beside the same MLP trained by
+    one CPU process on whole batches. With `split` each rank takes its share of a batch (data
+    parallel) and the logged loss is the ranks' average; else every rank sees the whole batch."""
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
-    ref = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+    model, ref = mlp(), mlp()
     ref.load_state_dict(model.state_dict())
-    ddp = DDP(model.to("tpu"))
-    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    model = parallelize(model.to("tpu"))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
     ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
     g = torch.Generator().manual_seed(1)
     losses, ref_losses = [], []
     for _ in range(5):
-        x, y = torch.randn(4 * world, 8, generator=g), torch.randn(4 * world, 1, generator=g)
-        mine = slice(4 * rank, 4 * rank + 4)
-        loss = torch.nn.functional.mse_loss(ddp(x[mine].to("tpu")), y[mine].to("tpu"))
+        x, y = torch.randn(4 * world, 8, generator=g), torch.randn(4 * world, 4, generator=g)
+        mine = slice(4 * rank, 4 * rank + 4) if split else slice(None)
+        loss = torch.nn.functional.mse_loss(model(x[mine].to("tpu")), y[mine].to("tpu"))
         opt.zero_grad()
         loss.backward()
         opt.step()
         total = loss.detach().clone()
-        dist.all_reduce(total, Op.AVG)
+        if split:
+            dist.all_reduce(total, Op.AVG)
         losses.append(total.item())
         ref_loss = torch.nn.functional.mse_loss(ref(x), y)
         ref_opt.zero_grad()
@@ -313,12 +319,83 @@ def scenario_ddp(rank: int, world: int) -> Any:
     return {"losses": losses, "reference": ref_losses}
 
 
+def scenario_ddp(rank: int, world: int) -> Any:
+    """DDP on 2+ ranks against one process training on the whole batch: the same losses."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    return train_against_one_process(rank, world, DDP, split=True)
+
+
+def scenario_fsdp2(rank: int, world: int) -> Any:
+    """FSDP2 (fully_shard per layer and at the root) against one process."""
+    from torch.distributed.fsdp import fully_shard
+
+    def shard(model: torch.nn.Module) -> torch.nn.Module:
+        for layer in model:
+            if isinstance(layer, torch.nn.Linear):
+                fully_shard(layer)
+        return fully_shard(model)
+
+    return train_against_one_process(rank, world, shard, split=True)
+
+
+def scenario_tp(rank: int, world: int) -> Any:
+    """DTensor tensor parallelism on a 1-d mesh (column- then row-wise Linear) against one process;
+    each rank drives its own chip (tpu:rank), as DeviceMesh sets it from LOCAL_RANK."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor.parallel import (
+        ColwiseParallel,
+        RowwiseParallel,
+        parallelize_module,
+    )
+
+    torch.tpu.set_device(rank)
+    mesh = init_device_mesh("tpu", (world,))
+    plan = {"0": ColwiseParallel(), "2": RowwiseParallel()}
+    return train_against_one_process(
+        rank, world, lambda m: parallelize_module(m, mesh, plan), split=False
+    )
+
+
+def scenario_dcp(rank: int, world: int) -> Any:
+    """torch.distributed.checkpoint saves a sharded (FSDP2) model and loads it into another."""
+    import shutil
+    import tempfile
+
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.fsdp import fully_shard
+
+    where = [tempfile.mkdtemp() if rank == 0 else None]
+    dist.broadcast_object_list(where, 0)
+    torch.manual_seed(0)
+    a = fully_shard(mlp().to("tpu"))
+    dcp.save(a.state_dict(), checkpoint_id=where[0])
+    torch.manual_seed(1)
+    b = fully_shard(mlp().to("tpu"))
+    state = b.state_dict()
+    dcp.load(state, checkpoint_id=where[0])
+    b.load_state_dict(state)
+    x = torch.randn(3, 8).to("tpu")
+    same = [
+        torch.equal(p.full_tensor().cpu(), q.full_tensor().cpu())
+        for p, q in zip(a.state_dict().values(), b.state_dict().values(), strict=True)
+    ]
+    outputs_equal = torch.equal(a(x).cpu(), b(x).cpu())
+    dist.barrier()
+    if rank == 0:
+        shutil.rmtree(where[0])
+    return {"params_equal": all(same), "outputs_equal": outputs_equal}
+
+
 SCENARIOS: dict[str, Callable[[int, int], Any]] = {
     "collectives": scenario_collectives,
     "absent": scenario_absent,
     "exit": scenario_exit,
     "mismatch": scenario_mismatch,
     "ddp": scenario_ddp,
+    "fsdp2": scenario_fsdp2,
+    "tp": scenario_tp,
+    "dcp": scenario_dcp,
 }
 
 

@@ -87,6 +87,18 @@ def test_ddp_matches_one_process(backend: str, tmp_path: Path) -> None:
     assert results[0]["losses"] == pytest.approx(results[0]["reference"], abs=1e-5)
 
 
+@pytest.mark.parametrize("scenario", ["fsdp2", "tp"])
+def test_fsdp2_and_tensor_parallel_match_one_process(scenario: str, tmp_path: Path) -> None:
+    results = run_ranks(scenario, 2, tmp_path, TORCH_TPU_NUM_DEVICES="2")
+    assert results[0]["losses"] == results[1]["losses"]
+    assert results[0]["losses"] == pytest.approx(results[0]["reference"], abs=1e-5)
+
+
+def test_dcp_round_trips_a_sharded_model(tmp_path: Path) -> None:
+    for r in run_ranks("dcp", 2, tmp_path):
+        assert r == {"params_equal": True, "outputs_equal": True}
+
+
 def test_absent_rank_times_out_naming_it(tmp_path: Path) -> None:
     results = run_ranks("absent", 2, tmp_path, TPU_DIST_TEST_TIMEOUT="2")
     error = results[0]["error"]
