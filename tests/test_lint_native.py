@@ -93,6 +93,13 @@ ALLOWLIST: dict[tuple[str, str], dict[str, str]] = {
     ("runtime/TpuCore.cpp", "data_ptr"): {
         "view.host = tensor.data_ptr()": "asserted to be a CPU tensor just above",
     },
+    ("dist/TpuDistBackend.cpp", "data_ptr"): {
+        "static_cast<char*>(t.data_ptr()) + at": "`t` is checked to be a CPU tensor just above",
+        "tpu_comm_host_buf(host.data_ptr()": "`host` is the send's CPU copy of its tensor",
+    },
+    ("dist/TpuDistBackend.cpp", "memcpy"): {
+        "std::memcpy(to_tensor ? data : host": "between a CPU tensor and the shared segment",
+    },
     ("runtime/TpuGenerator.cpp", "memcpy"): {
         "std::memcpy(&seed, bytes, sizeof seed)": "reads the CPU RNG state tensor",
         "std::memcpy(&offset, bytes + sizeof seed, sizeof offset)": "reads the CPU RNG state",
