@@ -170,7 +170,10 @@ static bool is_tiny(const tpu_op_call *call) {
   return true;
 }
 
-static tpu_status submit(tpu_stream *stream, tpu_op_call *call) {
+/* Queues `call` on `stream`; it runs on the launching thread instead when the stream is idle and
+ * the op is tiny, or `waited_for` (the caller waits for it anyway: the hand-off to the worker
+ * would only add its wake-up). */
+static tpu_status submit(tpu_stream *stream, tpu_op_call *call, bool waited_for) {
   int device = tpu_stream_device(stream);
   tpu_status st = check_call(device, call);
   for (int i = 0; st == TPU_OK && i < n_tensors(call); i++)
@@ -185,17 +188,22 @@ static tpu_status submit(tpu_stream *stream, tpu_op_call *call) {
       tpu_buffer_retain(call->tensors[i].buf);
   release_deferred_inputs(call);
   const char *name = tpu_op_name(call->op);
-  if (is_tiny(call) && tpu_stream_run_if_idle(stream, name, run_call, done_call, call))
+  if ((waited_for || is_tiny(call)) &&
+      tpu_stream_run_if_idle(stream, name, run_call, done_call, call))
     return TPU_OK;
   return tpu_stream_submit(stream, name, run_call, done_call, call);
 }
 
-tpu_status tpu_op_launch(tpu_stream *stream, tpu_op_call *call) {
+static tpu_status launch(tpu_stream *stream, tpu_op_call *call, bool waited_for) {
   if (!call)
     return tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot allocate an op call");
   if (!call->deferred && (unsigned)call->op < TPU_OP_COUNT)
     atomic_fetch_add(&native_counts[call->op], 1);
-  return submit(stream, call);
+  return submit(stream, call, waited_for);
+}
+
+tpu_status tpu_op_launch(tpu_stream *stream, tpu_op_call *call) {
+  return launch(stream, call, false);
 }
 
 tpu_status tpu_op_launch_sync(tpu_stream *stream, tpu_op_call *call) {
@@ -211,7 +219,7 @@ tpu_status tpu_op_launch_sync(tpu_stream *stream, tpu_op_call *call) {
     tpu_op_call_free(call);
     return st;
   }
-  st = tpu_op_launch(stream, call);
+  st = launch(stream, call, true);
   tpu_status sync = tpu_stream_synchronize(stream);
   return st != TPU_OK ? st : sync;
 }
