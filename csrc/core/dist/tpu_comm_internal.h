@@ -21,7 +21,7 @@
 #endif
 
 /* The segment grows with size^2 (mailboxes) and size (slots), and rank 0 reserves all of it in
- * /dev/shm: 25 MiB for 2 ranks, 88 MiB for 8, about 1.5 GiB for 64. */
+ * /dev/shm up front. */
 #define COMM_MAX_RANKS 64
 
 /* One rank's slot. Small enough that a chunk staged in and reduced is still in the last-level

@@ -98,10 +98,8 @@ class Staged {
     staged.ndim = 1;
     staged.sizes[0] = static_cast<int64_t>(len);
     staged.strides[0] = 1;
-    tpu_op_call* call = new_call(TPU_OP_COPY, 1, 1);
-    call->tensors[0] = to_tensor ? staged : device;
-    call->tensors[1] = to_tensor ? device : staged;
-    launch_sync(t.device().index(), call);
+    launch_sync(t.device().index(),
+                to_tensor ? copy_call(staged, device) : copy_call(device, staged));
   }
 
   std::vector<at::Tensor> originals_, dense_;

@@ -36,14 +36,6 @@ bool core_converts(c10::ScalarType a, c10::ScalarType b) {
                     tpu_dtype_is_computable(to_core_dtype(b)));
 }
 
-// A copy call reading `src` (already broadcast to dst's shape) into `dst`.
-tpu_op_call* copy_call(const tpu_tensor& src, const tpu_tensor& dst) {
-  tpu_op_call* call = new_call(TPU_OP_COPY, 1, 1);
-  call->tensors[0] = src;
-  call->tensors[1] = dst;
-  return call;
-}
-
 bool is_pinned(const at::Tensor& t) {
   return t.is_cpu() && at::getHostAllocator(at::kPrivateUse1) != nullptr &&
          at::detail::getPrivateUse1Hooks().isPinnedPtr(t.data_ptr());

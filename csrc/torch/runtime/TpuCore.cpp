@@ -144,6 +144,13 @@ tpu_op_call* new_call(tpu_op_id op, int n_inputs, int n_outputs) {
   return call;
 }
 
+tpu_op_call* copy_call(const tpu_tensor& src, const tpu_tensor& dst) {
+  tpu_op_call* call = new_call(TPU_OP_COPY, 1, 1);
+  call->tensors[0] = src;
+  call->tensors[1] = dst;
+  return call;
+}
+
 // Kernels split their work over as many threads as torch.set_num_threads() allows, on a driver
 // that runs them on the host's threads (the process's driver never changes: looked up once).
 static void follow_torch_threads() {

@@ -63,4 +63,7 @@ void launch_sync(c10::DeviceIndex device, tpu_op_call* call);
 // A new op call; throws when out of host memory.
 tpu_op_call* new_call(tpu_op_id op, int n_inputs, int n_outputs);
 
+// A copy call reading `src` (already broadcast to dst's shape) into `dst`.
+tpu_op_call* copy_call(const tpu_tensor& src, const tpu_tensor& dst);
+
 } // namespace torch_tpu
