@@ -282,6 +282,30 @@ def scenario_mismatch(rank: int, world: int) -> Any:
     return {"error": error, "after": (torch.ones(3, device="tpu") * 2).sum().item()}
 
 
+def scenario_mismatch_between_hosts(rank: int, world: int) -> Any:
+    """Split sizes of an all_to_all and a message size that do not match across hosts: a clear
+    error (instead of Gloo aborting the process), then the group still works."""
+    errors = []
+    send = [1 + (rank == 0 and p == world - 1) for p in range(world)]
+    try:
+        out = torch.empty(world, device="tpu")
+        dist.all_to_all_single(out, torch.ones(sum(send), device="tpu"), [1] * world, send)
+    except ValueError as e:
+        errors.append(str(e))
+    peer = world - 1 - rank
+    if rank in (0, world - 1):
+        try:
+            if rank == 0:
+                dist.send(torch.ones(5, device="tpu"), peer)
+            else:
+                dist.recv(torch.empty(4, device="tpu"), peer)
+        except ValueError as e:
+            errors.append(str(e))
+    t = torch.ones(3, device="tpu")
+    dist.all_reduce(t)
+    return {"errors": errors, "after": t.sum().item()}
+
+
 def mlp() -> torch.nn.Sequential:
     return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4))
 
@@ -392,6 +416,7 @@ SCENARIOS: dict[str, Callable[[int, int], Any]] = {
     "absent": scenario_absent,
     "exit": scenario_exit,
     "mismatch": scenario_mismatch,
+    "mismatch_between_hosts": scenario_mismatch_between_hosts,
     "ddp": scenario_ddp,
     "fsdp2": scenario_fsdp2,
     "tp": scenario_tp,

@@ -1,4 +1,5 @@
-"""tpu_dist: collectives against Gloo, DDP against one process, faults and bad input.
+"""tpu_dist: collectives against Gloo, DDP against one process, faults and bad input, on one host
+and across hosts (TORCH_TPU_DEVICES_PER_HOST lays out "hosts" on this machine).
 
 Each test starts its ranks as separate processes (tests/_dist_worker.py) and kills them on failure;
 after the module, /dev/shm holds no segment of the backend.
@@ -117,3 +118,49 @@ def test_size_mismatch_fails_on_every_rank(tmp_path: Path) -> None:
     for r in run_ranks("mismatch", 2, tmp_path):
         assert r["error"] and "ValueError" in r["error"], r
         assert r["after"] == 6.0
+
+
+# Across hosts: TORCH_TPU_DEVICES_PER_HOST splits the ranks into hosts of that many ranks, so that
+# the path through host leaders and Gloo runs on this machine.
+
+
+@pytest.mark.parametrize(("world", "per_host"), [(4, 2), (3, 2)])
+def test_collectives_across_hosts_match_gloo(world: int, per_host: int, tmp_path: Path) -> None:
+    results = run_ranks("collectives", world, tmp_path, TORCH_TPU_DEVICES_PER_HOST=str(per_host))
+    for rank, failures in enumerate(results):
+        assert failures == [], f"rank {rank}: " + "\n".join(failures[:20])
+
+
+@pytest.mark.parametrize("scenario", ["ddp", "fsdp2"])
+def test_training_across_hosts_matches_one_process(scenario: str, tmp_path: Path) -> None:
+    results = run_ranks(scenario, 2, tmp_path, TORCH_TPU_DEVICES_PER_HOST="1")
+    assert results[0]["losses"] == results[1]["losses"]
+    assert results[0]["losses"] == pytest.approx(results[0]["reference"], abs=1e-5)
+
+
+def test_rank_lost_on_another_host_fails_every_rank(tmp_path: Path) -> None:
+    # Hosts {0, 1} and {2}: rank 2 exits, so the leaders' step fails; rank 1 hears it from rank 0.
+    results = run_ranks("exit", 3, tmp_path, TORCH_TPU_DEVICES_PER_HOST="2")
+    for r in results[:2]:
+        assert r["error"] and "all_reduce" in r["error"] and "between hosts" in r["error"], r
+        assert r["seconds"] < 10
+
+
+def test_mismatch_between_hosts_fails_every_rank(tmp_path: Path) -> None:
+    for r in run_ranks("mismatch", 2, tmp_path, TORCH_TPU_DEVICES_PER_HOST="1"):
+        assert r["error"] and "ValueError" in r["error"] and "hosts" in r["error"], r
+        assert r["after"] == 6.0
+    results = run_ranks("mismatch_between_hosts", 3, tmp_path, TORCH_TPU_DEVICES_PER_HOST="1")
+    for r in results:
+        assert any("split sizes do not match" in e for e in r["errors"]), r
+        assert r["after"] == 9.0
+    assert any("sent 20 bytes" in e for e in results[2]["errors"]), results[2]
+
+
+@pytest.mark.parametrize("value", ["0", "two", "-1"])
+def test_bad_devices_per_host_is_a_value_error(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from torch_tpu import distributed
+
+    monkeypatch.setenv("TORCH_TPU_DEVICES_PER_HOST", value)
+    with pytest.raises(ValueError, match="TORCH_TPU_DEVICES_PER_HOST"):
+        distributed._host_name(0)

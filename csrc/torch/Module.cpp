@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "dist/TpuDistBackend.h"
+#include "dist/TpuDistHierarchy.h"
 #include "runtime/TpuAllocator.h"
 #include "runtime/TpuCore.h"
 #include "runtime/TpuGenerator.h"
@@ -203,6 +204,7 @@ PYBIND11_MODULE(_C, m) {
   // Makes the built-in drivers selectable; TORCH_TPU_DRIVER picks one on first use.
   check(tpu_drivers_register_builtin());
   register_dist(m);
+  register_dist_hierarchy(m);
 
   m.def("_lazy_init", [] {
     torch::utils::register_fork_handler_for_device_init(at::kPrivateUse1);

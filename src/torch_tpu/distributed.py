@@ -1,10 +1,13 @@
-"""The ``tpu_dist`` backend of torch.distributed: collectives between the processes of one host.
+"""The ``tpu_dist`` backend of torch.distributed.
 
 Registered when torch_tpu loads, under ``tpu_dist`` and TorchTPU's name ``tpu``, and as the tpu
 device's default, so ``dist.init_process_group()`` with no backend picks it on a tpu machine. It
-serves tpu and CPU tensors. The ranks of a group meet in one POSIX shared-memory segment that rank 0
-creates; its name travels through the group's c10d Store, and it is unlinked as soon as every rank
-has opened it, so nothing is left in /dev/shm even when a process is killed.
+serves tpu and CPU tensors. The ranks of one host meet in a POSIX shared-memory segment that the
+host's first rank creates; its name travels through the group's c10d Store, and it is unlinked as
+soon as every rank has opened it, so nothing is left in /dev/shm even when a process is killed. A
+group that spans hosts (by hostname, or as TORCH_TPU_DEVICES_PER_HOST lays it out) adds Gloo between
+the hosts' leaders for reductions and broadcasts, and Gloo between all ranks for all-to-all and
+point-to-point messages that cross hosts.
 """
 
 from __future__ import annotations
@@ -28,29 +31,57 @@ ALIASES = (BACKEND, "tpu")
 DEVICES = ["tpu", "cpu"]
 
 _SEGMENT_KEY = "tpu_dist/segment"
+PER_HOST_VAR = "TORCH_TPU_DEVICES_PER_HOST"
 
 
-def _check_one_host(store: Any, rank: int, size: int) -> None:
-    """Raises when the group's ranks are on different hosts: the transport is shared memory."""
-    host = socket.gethostname()
-    store.set(f"tpu_dist/host/{rank}", host)
-    others = {store.get(f"tpu_dist/host/{r}").decode() for r in range(size)}
-    if others != {host}:
-        raise NotImplementedError(
-            f"tpu_dist runs within one host for now; this group spans hosts {sorted(others)}"
-        )
+def _host_name(global_rank: int) -> str:
+    """The host a rank runs on: its hostname, or its block of TORCH_TPU_DEVICES_PER_HOST ranks."""
+    per_host = os.environ.get(PER_HOST_VAR, "")
+    if not per_host:
+        return socket.gethostname()
+    if not per_host.isdigit() or int(per_host) < 1:
+        raise ValueError(f"{PER_HOST_VAR} must be a positive integer, not {per_host!r}")
+    return f"{socket.gethostname()}/{global_rank // int(per_host)}"
+
+
+def _hosts(opts: Any) -> list[int]:
+    """Each group rank's host, through the Store; hosts numbered in order of their lowest rank."""
+    store, rank, size = opts.store, opts.group_rank, opts.group_size
+    global_ranks = opts.global_ranks_in_group or list(range(size))
+    store.set(f"tpu_dist/host/{rank}", _host_name(global_ranks[rank]))
+    index: dict[str, int] = {}
+    names = [store.get(f"tpu_dist/host/{r}").decode() for r in range(size)]
+    return [index.setdefault(name, len(index)) for name in names]
+
+
+def _shared_memory_backend(opts: Any, key: str, rank: int, size: int) -> Any:
+    """The one-host backend of `size` ranks; the first creates the segment, named under `key`."""
+    if rank == 0:
+        segment = f"/torch_tpu_{os.getpid()}_{secrets.token_hex(6)}"
+        opts.store.set(key, segment)
+    else:
+        segment = opts.store.get(key).decode()
+    return _C._TpuDistBackend(segment, rank, size, opts.timeout.total_seconds(), opts.group_id)
 
 
 def _create_backend(opts: Any, _options: Any) -> Any:
-    """The c10d creator (extended API): rendezvous through the Store, then open the segment."""
-    store, rank, size = opts.store, opts.group_rank, opts.group_size
-    _check_one_host(store, rank, size)
-    if rank == 0:
-        segment = f"/torch_tpu_{os.getpid()}_{secrets.token_hex(6)}"
-        store.set(_SEGMENT_KEY, segment)
-    else:
-        segment = store.get(_SEGMENT_KEY).decode()
-    return _C._TpuDistBackend(segment, rank, size, opts.timeout.total_seconds(), opts.group_id)
+    """The c10d creator (extended API): rendezvous through the Store, then open the segment, and
+    where the group spans hosts, the Gloo groups of host leaders and of every rank."""
+    rank, size = opts.group_rank, opts.group_size
+    hosts = _hosts(opts)
+    if max(hosts) == 0:
+        return _shared_memory_backend(opts, _SEGMENT_KEY, rank, size)
+    mine = [r for r in range(size) if hosts[r] == hosts[rank]]
+    local = _shared_memory_backend(
+        opts, f"{_SEGMENT_KEY}/{hosts[rank]}", mine.index(rank), len(mine)
+    )
+    leaders = None
+    if mine[0] == rank:
+        store = dist.PrefixStore("tpu_dist/leaders/", opts.store)
+        leaders = dist.ProcessGroupGloo(store, hosts[rank], max(hosts) + 1, opts.timeout)
+    store = dist.PrefixStore("tpu_dist/world/", opts.store)
+    world = dist.ProcessGroupGloo(store, rank, size, opts.timeout)
+    return _C._TpuDistHierarchy(rank, size, hosts, local, leaders, world, opts.group_id)
 
 
 def _only_tpu_dist(pg: Any) -> bool:

@@ -52,6 +52,11 @@ static const tpu_env_var registry[] = {
      "an installed Python package holding one. Unset, torch_tpu looks for libtpu, then "
      "jax-cuda12-pjrt, then lammps-jax-pjrt-cpu (XLA's CPU plugin) among the installed packages.",
      TPU_ENV_EXPERIMENTAL},
+    {"TORCH_TPU_DEVICES_PER_HOST", "unset (ranks share a host when their hostnames match)",
+     "Forces the tpu_dist layout: ranks 0..N-1 form the first host, N..2N-1 the next, and so on, "
+     "so one machine exercises the path between hosts (shared memory inside each host, Gloo "
+     "between host leaders).",
+     TPU_ENV_STABLE},
     {"TORCH_TPU_CACHE_DIR", "$XDG_CACHE_HOME/torch_tpu, else ~/.cache/torch_tpu",
      "Directory of the on-disk compile cache: the PJRT driver keeps each compiled executable "
      "there (one subdirectory per plugin build), so later processes load it instead of compiling.",

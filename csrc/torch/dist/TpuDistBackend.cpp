@@ -17,6 +17,7 @@
 #include <mutex>
 #include <thread>
 
+#include "dist/TpuDistBase.h"
 #include "runtime/TpuCore.h"
 
 namespace torch_tpu {
@@ -108,23 +109,6 @@ class Staged {
   bool output_;
   tpu_comm_buf buf_{};
   std::exception_ptr error_;
-};
-
-// A collective that completed before its Work was made: a completed future holding its outputs.
-class DoneWork : public c10d::Work {
- public:
-  DoneWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
-      : Work(rank, type),
-        future_(c10::make_intrusive<c10::ivalue::Future>(
-            c10::ListType::create(c10::TensorType::get()))) {
-    future_->markCompleted(c10::IValue(outputs));
-    finish();
-  }
-  bool wait(std::chrono::milliseconds /* timeout */) override { return true; }
-  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
-
- private:
-  c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
 // A send in flight on the backend's sender thread: wait() blocks until it is through the mailbox.
@@ -220,33 +204,6 @@ double premul_factor(const c10d::ReduceOp& op) {
   return s->tensor_factor.defined() ? s->tensor_factor.item<double>() : s->double_factor;
 }
 
-const at::Tensor& single(const std::vector<at::Tensor>& tensors, const char* what) {
-  TORCH_CHECK_VALUE(tensors.size() == 1, "tpu_dist ", what, " takes one tensor per rank, got ",
-                    tensors.size());
-  return tensors[0];
-}
-
-// Byte sizes of `splits` rows of `t` along dim 0 for each of `size` ranks (even when empty).
-std::vector<size_t> split_bytes(const at::Tensor& t, const std::vector<int64_t>& splits, int size) {
-  int64_t rows = t.dim() ? t.size(0) : 1;
-  size_t row_bytes = rows ? static_cast<size_t>(t.numel() / rows) * t.element_size() : 0;
-  std::vector<size_t> bytes(size);
-  TORCH_CHECK_VALUE(splits.empty() || static_cast<int>(splits.size()) == size,
-                    "tpu_dist all_to_all: ", splits.size(), " split sizes for ", size, " ranks");
-  TORCH_CHECK_VALUE(!splits.empty() || rows % size == 0, "tpu_dist all_to_all: ", rows,
-                    " rows do not split evenly over ", size, " ranks");
-  int64_t total = 0;
-  for (int p = 0; p < size; p++) {
-    int64_t r = splits.empty() ? rows / size : splits[p];
-    TORCH_CHECK_VALUE(r >= 0, "tpu_dist all_to_all: negative split size ", r);
-    total += r;
-    bytes[p] = static_cast<size_t>(r) * row_bytes;
-  }
-  TORCH_CHECK_VALUE(total == rows, "tpu_dist all_to_all: split sizes add up to ", total,
-                    ", the tensor has ", rows, " rows");
-  return bytes;
-}
-
 std::vector<size_t> offsets_of(const std::vector<size_t>& bytes) {
   std::vector<size_t> offsets(bytes.size());
   for (size_t p = 1; p < bytes.size(); p++) {
@@ -255,11 +212,11 @@ std::vector<size_t> offsets_of(const std::vector<size_t>& bytes) {
   return offsets;
 }
 
-class TpuDistBackend final : public c10d::Backend {
+class TpuDistBackend final : public TpuDistBase {
  public:
   TpuDistBackend(const std::string& segment, int rank, int size, std::chrono::milliseconds timeout,
                  std::string group)
-      : Backend(rank, size), timeout_(timeout), group_(std::move(group)) {
+      : TpuDistBase(rank, size), timeout_(timeout), group_(std::move(group)) {
     check(tpu_comm_open(segment.c_str(), rank, size, timeout_ms(), &comm_));
     tpu_status st = tpu_comm_barrier(comm_, timeout_ms());
     if (rank == 0) {
@@ -276,10 +233,7 @@ class TpuDistBackend final : public c10d::Backend {
     tpu_comm_close(comm_);
   }
 
-  const std::string getBackendName() const override { return "tpu_dist"; }
   void setTimeout(std::chrono::milliseconds timeout) override { timeout_ = timeout; }
-  void setSequenceNumberForGroup() override { seq_ = 0; }
-  uint64_t getSequenceNumberForGroup() override { return seq_; }
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                            const c10d::BroadcastOptions& opts) override {
@@ -288,20 +242,6 @@ class TpuDistBackend final : public c10d::Backend {
       return tpu_comm_broadcast(comm_, s.buf(), static_cast<int>(opts.rootRank), timeout_ms(opts.timeout));
     });
     return done(c10d::OpType::BROADCAST, tensors);
-  }
-
-  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
-                                           const c10d::AllreduceOptions& opts) override {
-    all_reduce(single(tensors, "all_reduce"), opts.reduceOp, opts.timeout);
-    return done(c10d::OpType::ALLREDUCE, tensors);
-  }
-
-  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
-      std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) override {
-    for (const at::Tensor& t : tensors) {
-      all_reduce(t, opts.reduceOp, opts.timeout);
-    }
-    return done(c10d::OpType::ALLREDUCE_COALESCED, tensors);
   }
 
   c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
@@ -314,30 +254,6 @@ class TpuDistBackend final : public c10d::Backend {
                              premul_factor(opts.reduceOp), timeout_ms(opts.timeout));
     });
     return done(c10d::OpType::REDUCE, tensors);
-  }
-
-  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
-                                           std::vector<at::Tensor>& inputs,
-                                           const c10d::AllgatherOptions& opts) override {
-    TORCH_CHECK_VALUE(outputs.size() == 1, "tpu_dist all_gather takes one output list");
-    gather_into(outputs[0], single(inputs, "all_gather"), opts.timeout);
-    return done(c10d::OpType::ALLGATHER, outputs[0]);
-  }
-
-  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
-                                                 const c10d::AllgatherOptions& opts) override {
-    gather_into({output}, input, opts.timeout);
-    return done(c10d::OpType::_ALLGATHER_BASE, {output});
-  }
-
-  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(
-      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
-      const c10d::AllgatherOptions& opts) override {
-    TORCH_CHECK_VALUE(outputs.size() == inputs.size(), "tpu_dist: as many outputs as inputs");
-    for (size_t i = 0; i < inputs.size(); i++) {
-      gather_into({outputs[i]}, inputs[i], opts.timeout);
-    }
-    return done(c10d::OpType::COALESCED, outputs);
   }
 
   c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -364,64 +280,9 @@ class TpuDistBackend final : public c10d::Backend {
     return done(c10d::OpType::SCATTER, outputs);
   }
 
-  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
-                                                std::vector<std::vector<at::Tensor>>& inputs,
-                                                const c10d::ReduceScatterOptions& opts) override {
-    TORCH_CHECK_VALUE(inputs.size() == 1, "tpu_dist reduce_scatter takes one input list");
-    scatter_reduced(single(outputs, "reduce_scatter"), inputs[0], opts);
-    return done(c10d::OpType::REDUCE_SCATTER, outputs);
-  }
-
-  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
-      at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) override {
-    scatter_reduced(output, {input}, opts);
-    return done(c10d::OpType::_REDUCE_SCATTER_BASE, {output});
-  }
-
-  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
-      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
-      const c10d::ReduceScatterOptions& opts) override {
-    TORCH_CHECK_VALUE(outputs.size() == inputs.size(), "tpu_dist: as many outputs as inputs");
-    for (size_t i = 0; i < inputs.size(); i++) {
-      scatter_reduced(outputs[i], {inputs[i]}, opts);
-    }
-    return done(c10d::OpType::COALESCED, outputs);
-  }
-
-  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
-                                               std::vector<int64_t>& output_splits,
-                                               std::vector<int64_t>& input_splits,
-                                               const c10d::AllToAllOptions& opts) override {
-    check_same_dtype(output, input);
-    std::vector<size_t> send = split_bytes(input, input_splits, getSize());
-    std::vector<size_t> recv = split_bytes(output, output_splits, getSize());
-    all_to_all({input}, offsets_of(send), send, {output}, offsets_of(recv), recv, opts.timeout);
-    return done(c10d::OpType::ALLTOALL_BASE, {output});
-  }
-
-  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs,
-                                          std::vector<at::Tensor>& inputs,
-                                          const c10d::AllToAllOptions& opts) override {
-    TORCH_CHECK_VALUE(static_cast<int>(inputs.size()) == getSize() &&
-                          static_cast<int>(outputs.size()) == getSize(),
-                      "tpu_dist all_to_all takes one tensor per rank");
-    std::vector<size_t> send, recv;
-    for (int p = 0; p < getSize(); p++) {
-      check_same_dtype(outputs[p], inputs[p]);
-      send.push_back(static_cast<size_t>(inputs[p].numel()) * inputs[p].element_size());
-      recv.push_back(static_cast<size_t>(outputs[p].numel()) * outputs[p].element_size());
-    }
-    all_to_all(inputs, offsets_of(send), send, outputs, offsets_of(recv), recv, opts.timeout);
-    return done(c10d::OpType::ALLTOALL, outputs);
-  }
-
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override {
     run("barrier", {}, [&] { return tpu_comm_barrier(comm_, timeout_ms(opts.timeout)); });
     return done(c10d::OpType::BARRIER, {});
-  }
-
-  void monitoredBarrier(const c10d::BarrierOptions& opts, bool /* wait_all_ranks */) override {
-    run("monitored_barrier", {}, [&] { return tpu_comm_barrier(comm_, timeout_ms(opts.timeout)); });
   }
 
   // The tensor is copied to the host here, in order with the caller's stream; the sender thread
@@ -476,7 +337,6 @@ class TpuDistBackend final : public c10d::Backend {
   template <typename F>
   void run(const char* what, std::initializer_list<Staged*> sides, F&& collective) {
     std::lock_guard<std::mutex> lock(mutex_);
-    seq_++;
     tpu_status st = collective();
     for (Staged* s : sides) {
       s->finish();
@@ -486,16 +346,7 @@ class TpuDistBackend final : public c10d::Backend {
     }
   }
 
-  c10::intrusive_ptr<c10d::Work> done(c10d::OpType type, std::vector<at::Tensor> outputs) {
-    return c10::make_intrusive<DoneWork>(getRank(), type, std::move(outputs));
-  }
-
-  static void check_same_dtype(const at::Tensor& a, const at::Tensor& b) {
-    TORCH_CHECK_TYPE(a.scalar_type() == b.scalar_type(), "tpu_dist: output dtype ",
-                     a.scalar_type(), " differs from input dtype ", b.scalar_type());
-  }
-
-  void all_reduce(const at::Tensor& t, const c10d::ReduceOp& op, std::chrono::milliseconds timeout) {
+  void all_reduce(const at::Tensor& t, const c10d::ReduceOp& op, Ms timeout) override {
     Staged s({t}, true);
     run("all_reduce", {&s}, [&] {
       return tpu_comm_all_reduce(comm_, s.buf(), s.buf(), to_core_dtype(t.scalar_type()),
@@ -503,8 +354,8 @@ class TpuDistBackend final : public c10d::Backend {
     });
   }
 
-  void gather_into(const std::vector<at::Tensor>& outputs, const at::Tensor& input,
-                   std::chrono::milliseconds timeout) {
+  void all_gather(const std::vector<at::Tensor>& outputs, const at::Tensor& input,
+                  Ms timeout) override {
     for (const at::Tensor& o : outputs) {
       check_same_dtype(o, input);
     }
@@ -515,8 +366,8 @@ class TpuDistBackend final : public c10d::Backend {
     });
   }
 
-  void scatter_reduced(const at::Tensor& output, const std::vector<at::Tensor>& inputs,
-                       const c10d::ReduceScatterOptions& opts) {
+  void reduce_scatter_into(const at::Tensor& output, const std::vector<at::Tensor>& inputs,
+                           const c10d::ReduceScatterOptions& opts) override {
     for (const at::Tensor& i : inputs) {
       check_same_dtype(output, i);
     }
@@ -529,12 +380,12 @@ class TpuDistBackend final : public c10d::Backend {
     });
   }
 
-  void all_to_all(const std::vector<at::Tensor>& inputs, const std::vector<size_t>& send_offsets,
-                  const std::vector<size_t>& send, const std::vector<at::Tensor>& outputs,
-                  const std::vector<size_t>& recv_offsets, const std::vector<size_t>& recv,
-                  std::chrono::milliseconds timeout) {
+  void all_to_all(const std::vector<at::Tensor>& inputs, const std::vector<size_t>& send,
+                  const std::vector<at::Tensor>& outputs, const std::vector<size_t>& recv,
+                  Ms timeout) override {
     Staged in(inputs, false);
     Staged out(outputs, true);
+    std::vector<size_t> send_offsets = offsets_of(send), recv_offsets = offsets_of(recv);
     run("all_to_all", {&in, &out}, [&] {
       return tpu_comm_all_to_all(comm_, in.buf(), send_offsets.data(), send.data(), out.buf(),
                                  recv_offsets.data(), recv.data(), timeout_ms(timeout));
@@ -545,7 +396,6 @@ class TpuDistBackend final : public c10d::Backend {
   std::chrono::milliseconds timeout_;
   std::string group_;
   std::mutex mutex_;
-  uint64_t seq_ = 0;
   std::mutex sender_mutex_;
   std::unique_ptr<Sender> sender_; // started by the first send
 };
