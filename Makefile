@@ -17,7 +17,7 @@ PJRT_TESTS := tests/test_pjrt.py tests/test_ops_elementwise.py tests/test_ops_ma
 	tests/test_ops_reduce.py tests/test_ops_norm.py tests/test_views.py tests/test_copy.py \
 	tests/test_models.py tests/test_ops_nn.py tests/test_ops_attention.py \
 	tests/test_ops_attention_grad.py tests/test_fused.py tests/test_debug_mode.py \
-	tests/test_random.py tests/test_ops_conv_rnn.py
+	tests/test_random.py tests/test_ops_conv_rnn.py tests/test_dist.py
 
 .PHONY: setup demo test core-tests core-tests-sanitized core-tests-tsan fault-injection fuzz-core fuzz soak pytest pytest-pjrt lint bench bench-full clean
 

@@ -245,6 +245,32 @@ def scenario_collectives(rank: int, world: int) -> Any:
     return c.failures
 
 
+def scenario_async(rank: int, world: int) -> Any:
+    """async_op collectives return at once, run after the work queued before them on the current
+    stream (held back here by a stall), in order, and complete their futures and callbacks."""
+    import torch_tpu
+
+    t = torch.full((1 << 16,), float(rank + 1), device="tpu")
+    torch_tpu._C._stall_stream(torch.tpu.current_device(), 2000)
+    t.mul_(2)  # queued behind the stall: the all_reduce must see it
+    start = time.monotonic()
+    first = dist.all_reduce(t, async_op=True)
+    second = dist.all_reduce(t, async_op=True)
+    launch = time.monotonic() - start
+    pending = not first.is_completed() and not second.is_completed()
+    tenfold = second.get_future().then(lambda f: f.value()[0] * 10)
+    second.wait()
+    result = {
+        "launch_seconds": launch,
+        "pending_at_launch": pending,
+        "first_done": first.is_completed(),
+        "value": t[0].item(),
+        "then": tenfold.wait()[0].item(),
+    }
+    dist.barrier()
+    return result
+
+
 def failing_all_reduce() -> dict[str, Any]:
     """An all_reduce expected to fail: its error and how long it took."""
     start = time.monotonic()
@@ -413,6 +439,7 @@ def scenario_dcp(rank: int, world: int) -> Any:
 
 SCENARIOS: dict[str, Callable[[int, int], Any]] = {
     "collectives": scenario_collectives,
+    "async": scenario_async,
     "absent": scenario_absent,
     "exit": scenario_exit,
     "mismatch": scenario_mismatch,

@@ -1,8 +1,12 @@
-// The tpu_dist c10d backend: a thin c10d::Backend over the core's shared-memory collectives
-// (csrc/core/dist/tpu_comm.h). Each collective stages tpu tensors straight to and from the
-// segment with the core's copy op, on the current stream, after the work queued there: in fused
-// mode that is where a collective's inputs materialize. Collectives complete before they return;
-// their Work objects carry completed futures.
+// The tpu_dist c10d backend within one host: a thin c10d::Backend over the core's shared-memory
+// collectives (csrc/core/dist/tpu_comm.h). As NCCL's collectives run on a communication stream
+// that first waits for the current stream, these run in order on the backend's communication
+// thread, after the work queued before them on the current stream of their tensors' device (in
+// fused mode the launch cuts the open graph: a collective is where its inputs materialize). The
+// caller gets a Work at once; its future completes when the collective is done on this rank.
+// Tensors are staged straight to and from the segment with the core's copy op, on a stream of the
+// communication thread's own. Sends run on a second thread, so that a rank can post its receives
+// while its sends wait for a peer.
 #include "dist/TpuDistBackend.h"
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -14,11 +18,14 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "dist/TpuDistBase.h"
 #include "runtime/TpuCore.h"
+#include "runtime/TpuStreams.h"
 
 namespace torch_tpu {
 namespace {
@@ -111,35 +118,11 @@ class Staged {
   std::exception_ptr error_;
 };
 
-// A send in flight on the backend's sender thread: wait() blocks until it is through the mailbox.
-class SendWork : public c10d::Work {
+// Runs tasks in order on a thread of its own; the destructor runs what is queued, then joins.
+class TaskThread {
  public:
-  SendWork(int rank, c10::intrusive_ptr<c10::ivalue::Future> future)
-      : Work(rank, c10d::OpType::SEND), future_(std::move(future)) {}
-  bool isCompleted() override { return future_->completed(); }
-  bool isSuccess() const override { return future_->completed() && !future_->hasError(); }
-  std::exception_ptr exception() const override {
-    return future_->hasError() ? future_->exception_ptr() : nullptr;
-  }
-  bool wait(std::chrono::milliseconds /* timeout */) override {
-    future_->wait();
-    if (future_->hasError()) {
-      std::rethrow_exception(future_->exception_ptr());
-    }
-    return true;
-  }
-  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
-
- private:
-  c10::intrusive_ptr<c10::ivalue::Future> future_;
-};
-
-// Runs sends in order on one thread, so that isend returns at once and a rank can post its
-// receives: a ring of blocking sends larger than a mailbox would otherwise wait on each other.
-class Sender {
- public:
-  Sender() : thread_([this] { loop(); }) {}
-  ~Sender() {
+  TaskThread() : thread_([this] { loop(); }) {}
+  ~TaskThread() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       stop_ = true;
@@ -154,6 +137,7 @@ class Sender {
     }
     wake_.notify_one();
   }
+  bool runs_here() const { return std::this_thread::get_id() == thread_.get_id(); }
 
  private:
   void loop() {
@@ -177,6 +161,44 @@ class Sender {
   std::deque<std::function<void()>> tasks_;
   bool stop_ = false;
   std::thread thread_;
+};
+
+c10::intrusive_ptr<c10::ivalue::Future> new_future() {
+  return c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+}
+
+// The device of the first tpu tensor among them, if any.
+std::optional<c10::DeviceIndex> device_of(const std::vector<at::Tensor>& a,
+                                          const std::vector<at::Tensor>& b) {
+  for (const std::vector<at::Tensor>* list : {&a, &b}) {
+    for (const at::Tensor& t : *list) {
+      if (t.defined() && t.device().type() == c10::DeviceType::PrivateUse1) {
+        return t.device().index();
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// While alive, the communication thread works on `stream` (its current device and stream) and in
+// debug mode, so that what it launches, a future's callbacks included, is done when it returns.
+class OnStream {
+ public:
+  explicit OnStream(const std::optional<c10::Stream>& stream) {
+    set_thread_eager_mode(TPU_EAGER_DEBUG);
+    if (stream) {
+      set_current_device(stream->device_index());
+      previous_ = exchange_stream(*stream);
+    }
+  }
+  ~OnStream() {
+    if (previous_) {
+      exchange_stream(*previous_);
+    }
+  }
+
+ private:
+  std::optional<c10::Stream> previous_;
 };
 
 tpu_reduce_op reduce_op_of(const c10d::ReduceOp& op) {
@@ -230,6 +252,7 @@ class TpuDistBackend final : public TpuDistBase {
   }
   ~TpuDistBackend() override {
     sender_.reset();
+    collectives_.reset();
     tpu_comm_close(comm_);
   }
 
@@ -237,52 +260,67 @@ class TpuDistBackend final : public TpuDistBase {
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                            const c10d::BroadcastOptions& opts) override {
-    Staged s({single(tensors, "broadcast")}, true);
-    run("broadcast", {&s}, [&] {
-      return tpu_comm_broadcast(comm_, s.buf(), static_cast<int>(opts.rootRank), timeout_ms(opts.timeout));
-    });
-    return done(c10d::OpType::BROADCAST, tensors);
+    at::Tensor t = single(tensors, "broadcast");
+    return launch(c10d::OpType::BROADCAST, tensors, {},
+                  [this, t, root = static_cast<int>(opts.rootRank), timeout = opts.timeout] {
+                    Staged s({t}, true);
+                    run("broadcast", {&s}, [&] {
+                      return tpu_comm_broadcast(comm_, s.buf(), root, timeout_ms(timeout));
+                    });
+                  });
   }
 
   c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
                                         const c10d::ReduceOptions& opts) override {
-    const at::Tensor& t = single(tensors, "reduce");
-    Staged s({t}, true);
-    run("reduce", {&s}, [&] {
-      return tpu_comm_reduce(comm_, s.buf(), s.buf(), static_cast<int>(opts.rootRank),
-                             to_core_dtype(t.scalar_type()), reduce_op_of(opts.reduceOp),
-                             premul_factor(opts.reduceOp), timeout_ms(opts.timeout));
+    at::Tensor t = single(tensors, "reduce");
+    return launch(c10d::OpType::REDUCE, tensors, {}, [this, t, opts] {
+      Staged s({t}, true);
+      run("reduce", {&s}, [&] {
+        return tpu_comm_reduce(comm_, s.buf(), s.buf(), static_cast<int>(opts.rootRank),
+                               to_core_dtype(t.scalar_type()), reduce_op_of(opts.reduceOp),
+                               premul_factor(opts.reduceOp), timeout_ms(opts.timeout));
+      });
     });
-    return done(c10d::OpType::REDUCE, tensors);
   }
 
   c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
                                         std::vector<at::Tensor>& inputs,
                                         const c10d::GatherOptions& opts) override {
     int root = static_cast<int>(opts.rootRank);
-    Staged in({single(inputs, "gather")}, false);
-    Staged out(getRank() == root ? outputs.at(0) : std::vector<at::Tensor>{}, true);
-    run("gather", {&in, &out}, [&] {
-      return tpu_comm_gather(comm_, in.buf(), out.buf(), root, timeout_ms(opts.timeout));
-    });
-    return done(c10d::OpType::GATHER, getRank() == root ? outputs[0] : std::vector<at::Tensor>{});
+    std::vector<at::Tensor> outs = getRank() == root ? outputs.at(0) : std::vector<at::Tensor>{};
+    at::Tensor input = single(inputs, "gather");
+    return launch(c10d::OpType::GATHER, outs, inputs,
+                  [this, input, outs, root, timeout = opts.timeout] {
+                    Staged in({input}, false);
+                    Staged out(outs, true);
+                    run("gather", {&in, &out}, [&] {
+                      return tpu_comm_gather(comm_, in.buf(), out.buf(), root,
+                                             timeout_ms(timeout));
+                    });
+                  });
   }
 
   c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
                                          std::vector<std::vector<at::Tensor>>& inputs,
                                          const c10d::ScatterOptions& opts) override {
     int root = static_cast<int>(opts.rootRank);
-    Staged in(getRank() == root ? inputs.at(0) : std::vector<at::Tensor>{}, false);
-    Staged out({single(outputs, "scatter")}, true);
-    run("scatter", {&in, &out}, [&] {
-      return tpu_comm_scatter(comm_, in.buf(), out.buf(), root, timeout_ms(opts.timeout));
-    });
-    return done(c10d::OpType::SCATTER, outputs);
+    std::vector<at::Tensor> ins = getRank() == root ? inputs.at(0) : std::vector<at::Tensor>{};
+    at::Tensor output = single(outputs, "scatter");
+    return launch(c10d::OpType::SCATTER, outputs, ins,
+                  [this, ins, output, root, timeout = opts.timeout] {
+                    Staged in(ins, false);
+                    Staged out({output}, true);
+                    run("scatter", {&in, &out}, [&] {
+                      return tpu_comm_scatter(comm_, in.buf(), out.buf(), root,
+                                              timeout_ms(timeout));
+                    });
+                  });
   }
 
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override {
-    run("barrier", {}, [&] { return tpu_comm_barrier(comm_, timeout_ms(opts.timeout)); });
-    return done(c10d::OpType::BARRIER, {});
+    return launch(c10d::OpType::BARRIER, {}, {}, [this, timeout = opts.timeout] {
+      run("barrier", {}, [&] { return tpu_comm_barrier(comm_, timeout_ms(timeout)); });
+    });
   }
 
   // The tensor is copied to the host here, in order with the caller's stream; the sender thread
@@ -291,13 +329,12 @@ class TpuDistBackend final : public TpuDistBase {
                                       int /* tag */) override {
     at::Tensor host = single(tensors, "send").to(at::kCPU, /*non_blocking=*/false, /*copy=*/true)
                           .contiguous();
-    auto future = c10::make_intrusive<c10::ivalue::Future>(
-        c10::ListType::create(c10::TensorType::get()));
+    auto future = new_future();
     int64_t timeout = timeout_ms();
     std::string where = context("send");
-    std::lock_guard<std::mutex> lock(sender_mutex_);
+    std::lock_guard<std::mutex> lock(threads_mutex_);
     if (!sender_) {
-      sender_ = std::make_unique<Sender>();
+      sender_ = std::make_unique<TaskThread>();
     }
     sender_->post([this, host, future, dst, timeout, where, tensors] {
       tpu_comm_buf buf = tpu_comm_host_buf(host.data_ptr(), host.numel() * host.element_size());
@@ -312,17 +349,82 @@ class TpuDistBackend final : public TpuDistBase {
         future->setError(std::current_exception());
       }
     });
-    return c10::make_intrusive<SendWork>(getRank(), future);
+    count_launch();
+    return c10::make_intrusive<FutureWork>(getRank(), c10d::OpType::SEND, future);
   }
 
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src,
                                       int /* tag */) override {
-    Staged s({single(tensors, "recv")}, true);
-    run("recv", {&s}, [&] { return tpu_comm_recv(comm_, s.buf(), src, timeout_ms()); });
-    return done(c10d::OpType::RECV, tensors);
+    at::Tensor t = single(tensors, "recv");
+    return launch(c10d::OpType::RECV, tensors, {}, [this, t, src] {
+      Staged s({t}, true);
+      run("recv", {&s}, [&] { return tpu_comm_recv(comm_, s.buf(), src, timeout_ms()); });
+    });
+  }
+
+ protected:
+  // Runs `body` on the communication thread after the work queued so far on the current stream
+  // of the tensors' device; here instead in debug mode (errors raise at the call), and when the
+  // communication thread itself calls (a future's callback), which must not wait for itself.
+  c10::intrusive_ptr<c10d::Work> launch(c10d::OpType type, std::vector<at::Tensor> outputs,
+                                        const std::vector<at::Tensor>& inputs,
+                                        std::function<void()> body) override {
+    std::optional<c10::DeviceIndex> device = device_of(outputs, inputs);
+    tpu_stream* producer = device ? current_core_stream(*device) : nullptr;
+    tpu_eager_mode mode = producer ? eager_mode_for(producer) : thread_eager_mode();
+    if (mode == TPU_EAGER_UNSET) {
+      mode = tpu_default_eager_mode();
+    }
+    if (mode == TPU_EAGER_DEBUG || on_communication_thread()) {
+      body();
+      return done(type, std::move(outputs));
+    }
+    uint64_t ready = 0;
+    if (producer) {
+      check(tpu_fused_flush(producer, TPU_CUT_EVENT));
+      ready = tpu_stream_submitted(producer);
+    }
+    std::optional<c10::Stream> stream;
+    if (device) {
+      stream = communication_stream(*device);
+    }
+    auto future = new_future();
+    std::lock_guard<std::mutex> lock(threads_mutex_);
+    if (!collectives_) {
+      collectives_ = std::make_unique<TaskThread>();
+    }
+    collectives_->post([producer, ready, stream, outputs, body = std::move(body), future] {
+      try {
+        if (producer) {
+          tpu_stream_wait_for(producer, ready);
+        }
+        OnStream on(stream);
+        body();
+      } catch (...) {
+        future->setError(std::current_exception());
+        return;
+      }
+      future->markCompleted(c10::IValue(outputs));
+    });
+    count_launch();
+    return c10::make_intrusive<FutureWork>(getRank(), type, future);
   }
 
  private:
+  bool on_communication_thread() {
+    std::lock_guard<std::mutex> lock(threads_mutex_);
+    return collectives_ && collectives_->runs_here();
+  }
+
+  c10::Stream communication_stream(c10::DeviceIndex device) {
+    std::lock_guard<std::mutex> lock(threads_mutex_);
+    auto found = streams_.find(device);
+    if (found == streams_.end()) {
+      found = streams_.emplace(device, new_stream(device, 0)).first;
+    }
+    return found->second;
+  }
+
   int64_t timeout_ms(std::chrono::milliseconds given = c10d::kUnsetTimeout) const {
     return (given == c10d::kUnsetTimeout ? timeout_ : given).count();
   }
@@ -396,8 +498,10 @@ class TpuDistBackend final : public TpuDistBase {
   std::chrono::milliseconds timeout_;
   std::string group_;
   std::mutex mutex_;
-  std::mutex sender_mutex_;
-  std::unique_ptr<Sender> sender_; // started by the first send
+  std::mutex threads_mutex_; // guards the two threads' start and the streams below
+  std::unique_ptr<TaskThread> sender_;      // started by the first send
+  std::unique_ptr<TaskThread> collectives_; // started by the first asynchronous collective
+  std::map<c10::DeviceIndex, c10::Stream> streams_; // the communication thread's, per device
 };
 
 } // namespace

@@ -1,10 +1,11 @@
 // What the two tpu_dist backends share (TpuDistBackend.cpp within one host, TpuDistHierarchy.cpp
-// across hosts): the c10d entry points that come down to three primitives, and completed Work.
+// across hosts): the c10d entry points that come down to four primitives, and Work objects.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -27,9 +28,32 @@ class DoneWork : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
-// A c10d backend whose collectives complete before they return. all_reduce, all_gather,
-// reduce_scatter and all_to_all in all their c10d forms (single, list, base, coalesced) come down
-// to the primitives a subclass implements.
+// A collective that completes later: its future completes (or fails) when it has run.
+class FutureWork : public c10d::Work {
+ public:
+  FutureWork(int rank, c10d::OpType type, c10::intrusive_ptr<c10::ivalue::Future> future)
+      : Work(rank, type), future_(std::move(future)) {}
+  bool isCompleted() override { return future_->completed(); }
+  bool isSuccess() const override { return future_->completed() && !future_->hasError(); }
+  std::exception_ptr exception() const override {
+    return future_->hasError() ? future_->exception_ptr() : nullptr;
+  }
+  bool wait(std::chrono::milliseconds /* timeout */) override {
+    future_->wait();
+    if (future_->hasError()) {
+      std::rethrow_exception(future_->exception_ptr());
+    }
+    return true;
+  }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+
+ private:
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+// A c10d backend over four primitives. all_reduce, all_gather, reduce_scatter and all_to_all in
+// all their c10d forms (single, list, base, coalesced) come down to the primitives a subclass
+// implements; `launch` decides where and when they run (here: at once, on the calling thread).
 class TpuDistBase : public c10d::Backend {
  public:
   using Ms = std::chrono::milliseconds;
@@ -41,64 +65,60 @@ class TpuDistBase : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
                                            const c10d::AllreduceOptions& opts) override {
-    all_reduce(single(tensors, "all_reduce"), opts.reduceOp, opts.timeout);
-    return done(c10d::OpType::ALLREDUCE, tensors);
+    at::Tensor t = single(tensors, "all_reduce");
+    return launch(c10d::OpType::ALLREDUCE, tensors, {},
+                  [this, t, op = opts.reduceOp, timeout = opts.timeout] {
+                    all_reduce(t, op, timeout);
+                  });
   }
 
   c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
       std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) override {
-    for (const at::Tensor& t : tensors) {
-      all_reduce(t, opts.reduceOp, opts.timeout);
-    }
-    return done(c10d::OpType::ALLREDUCE_COALESCED, tensors);
+    return launch(c10d::OpType::ALLREDUCE_COALESCED, tensors, {},
+                  [this, tensors, op = opts.reduceOp, timeout = opts.timeout] {
+                    for (const at::Tensor& t : tensors) {
+                      all_reduce(t, op, timeout);
+                    }
+                  });
   }
 
   c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                            std::vector<at::Tensor>& inputs,
                                            const c10d::AllgatherOptions& opts) override {
     TORCH_CHECK_VALUE(outputs.size() == 1, "tpu_dist all_gather takes one output list");
-    all_gather(outputs[0], single(inputs, "all_gather"), opts.timeout);
-    return done(c10d::OpType::ALLGATHER, outputs[0]);
+    return gather_each(c10d::OpType::ALLGATHER, outputs[0], {single(inputs, "all_gather")},
+                       opts.timeout, false);
   }
 
   c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
                                                  const c10d::AllgatherOptions& opts) override {
-    all_gather({output}, input, opts.timeout);
-    return done(c10d::OpType::_ALLGATHER_BASE, {output});
+    return gather_each(c10d::OpType::_ALLGATHER_BASE, {output}, {input}, opts.timeout, true);
   }
 
   c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(
       std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
       const c10d::AllgatherOptions& opts) override {
-    TORCH_CHECK_VALUE(outputs.size() == inputs.size(), "tpu_dist: as many outputs as inputs");
-    for (size_t i = 0; i < inputs.size(); i++) {
-      all_gather({outputs[i]}, inputs[i], opts.timeout);
-    }
-    return done(c10d::OpType::COALESCED, outputs);
+    return gather_each(c10d::OpType::COALESCED, outputs, inputs, opts.timeout, true);
   }
 
   c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
                                                 std::vector<std::vector<at::Tensor>>& inputs,
                                                 const c10d::ReduceScatterOptions& opts) override {
     TORCH_CHECK_VALUE(inputs.size() == 1, "tpu_dist reduce_scatter takes one input list");
-    reduce_scatter_into(single(outputs, "reduce_scatter"), inputs[0], opts);
-    return done(c10d::OpType::REDUCE_SCATTER, outputs);
+    at::Tensor out = single(outputs, "reduce_scatter");
+    return launch(c10d::OpType::REDUCE_SCATTER, outputs, inputs[0],
+                  [this, out, in = inputs[0], opts] { reduce_scatter_into(out, in, opts); });
   }
 
   c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
       at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) override {
-    reduce_scatter_into(output, {input}, opts);
-    return done(c10d::OpType::_REDUCE_SCATTER_BASE, {output});
+    return scatter_each(c10d::OpType::_REDUCE_SCATTER_BASE, {output}, {input}, opts);
   }
 
   c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
       std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
       const c10d::ReduceScatterOptions& opts) override {
-    TORCH_CHECK_VALUE(outputs.size() == inputs.size(), "tpu_dist: as many outputs as inputs");
-    for (size_t i = 0; i < inputs.size(); i++) {
-      reduce_scatter_into(outputs[i], {inputs[i]}, opts);
-    }
-    return done(c10d::OpType::COALESCED, outputs);
+    return scatter_each(c10d::OpType::COALESCED, outputs, inputs, opts);
   }
 
   c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
@@ -106,9 +126,11 @@ class TpuDistBase : public c10d::Backend {
                                                std::vector<int64_t>& input_splits,
                                                const c10d::AllToAllOptions& opts) override {
     check_same_dtype(output, input);
-    all_to_all({input}, split_bytes(input, input_splits), {output},
-               split_bytes(output, output_splits), opts.timeout);
-    return done(c10d::OpType::ALLTOALL_BASE, {output});
+    return launch(c10d::OpType::ALLTOALL_BASE, {output}, {input},
+                  [this, output, input, send = split_bytes(input, input_splits),
+                   recv = split_bytes(output, output_splits), timeout = opts.timeout] {
+                    all_to_all({input}, send, {output}, recv, timeout);
+                  });
   }
 
   c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs,
@@ -123,12 +145,14 @@ class TpuDistBase : public c10d::Backend {
       send.push_back(static_cast<size_t>(inputs[p].numel()) * inputs[p].element_size());
       recv.push_back(static_cast<size_t>(outputs[p].numel()) * outputs[p].element_size());
     }
-    all_to_all(inputs, send, outputs, recv, opts.timeout);
-    return done(c10d::OpType::ALLTOALL, outputs);
+    return launch(c10d::OpType::ALLTOALL, outputs, inputs,
+                  [this, outputs, inputs, send, recv, timeout = opts.timeout] {
+                    all_to_all(inputs, send, outputs, recv, timeout);
+                  });
   }
 
   void monitoredBarrier(const c10d::BarrierOptions& opts, bool /* wait_all_ranks */) override {
-    barrier(opts);
+    barrier(opts)->wait();
   }
 
  protected:
@@ -147,10 +171,21 @@ class TpuDistBase : public c10d::Backend {
                           const std::vector<at::Tensor>& outputs, const std::vector<size_t>& recv,
                           Ms timeout) = 0;
 
+  // Runs `body`, a collective on `outputs` and `inputs`, and returns its Work, whose future holds
+  // the outputs. Here it runs at once on the calling thread; a subclass may run it elsewhere.
+  virtual c10::intrusive_ptr<c10d::Work> launch(c10d::OpType type, std::vector<at::Tensor> outputs,
+                                                const std::vector<at::Tensor>& /* inputs */,
+                                                std::function<void()> body) {
+    body();
+    return done(type, std::move(outputs));
+  }
+
   c10::intrusive_ptr<c10d::Work> done(c10d::OpType type, std::vector<at::Tensor> outputs) {
     seq_++;
     return c10::make_intrusive<DoneWork>(getRank(), type, std::move(outputs));
   }
+
+  void count_launch() { seq_++; }
 
   static const at::Tensor& single(const std::vector<at::Tensor>& tensors, const char* what) {
     TORCH_CHECK_VALUE(tensors.size() == 1, "tpu_dist ", what, " takes one tensor per rank, got ",
@@ -178,6 +213,35 @@ class TpuDistBase : public c10d::Backend {
     TORCH_CHECK_VALUE(total == rows, "tpu_dist all_to_all: split sizes add up to ", total,
                       ", the tensor has ", rows, " rows");
     return bytes;
+  }
+
+  // all_gather: into `outputs` as one run (`pairwise`: outputs[i] from inputs[i] each).
+  c10::intrusive_ptr<c10d::Work> gather_each(c10d::OpType type, std::vector<at::Tensor> outputs,
+                                             std::vector<at::Tensor> inputs, Ms timeout,
+                                             bool pairwise) {
+    TORCH_CHECK_VALUE(!pairwise || outputs.size() == inputs.size(),
+                      "tpu_dist: as many outputs as inputs");
+    return launch(type, outputs, inputs, [this, outputs, inputs, timeout, pairwise] {
+      if (!pairwise) {
+        all_gather(outputs, inputs[0], timeout);
+        return;
+      }
+      for (size_t i = 0; i < inputs.size(); i++) {
+        all_gather({outputs[i]}, inputs[i], timeout);
+      }
+    });
+  }
+
+  // reduce_scatter of each input into its output.
+  c10::intrusive_ptr<c10d::Work> scatter_each(c10d::OpType type, std::vector<at::Tensor> outputs,
+                                              std::vector<at::Tensor> inputs,
+                                              const c10d::ReduceScatterOptions& opts) {
+    TORCH_CHECK_VALUE(outputs.size() == inputs.size(), "tpu_dist: as many outputs as inputs");
+    return launch(type, outputs, inputs, [this, outputs, inputs, opts] {
+      for (size_t i = 0; i < inputs.size(); i++) {
+        reduce_scatter_into(outputs[i], {inputs[i]}, opts);
+      }
+    });
   }
 
   static void check_same_dtype(const at::Tensor& a, const at::Tensor& b) {

@@ -4,7 +4,7 @@
 // (its lowest rank) through shared memory, the leaders exchange the hosts' results through a Gloo
 // group of their own on CPU copies, and each leader hands the result back to its host through
 // shared memory. All-to-all and point-to-point messages between hosts go through a Gloo group of
-// every rank. Collectives complete before they return, as the one-host backend's do.
+// every rank. Collectives run on the calling thread and complete before they return.
 #include "dist/TpuDistHierarchy.h"
 
 #include <torch/csrc/utils/pybind.h>
