@@ -12,6 +12,7 @@ point-to-point messages that cross hosts.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
 import secrets
@@ -123,3 +124,6 @@ def register() -> None:
     helper = distributed_c10d._new_process_group_helper
     if not hasattr(helper, "__wrapped__"):
         distributed_c10d._new_process_group_helper = _default_backend_fixed(helper)
+        # Before the interpreter finalizes: a backend thread that drops a tensor's last reference
+        # needs the GIL, and a thread taking it during finalization is torn down mid-call.
+        atexit.register(_C._tpu_dist_stop_threads)

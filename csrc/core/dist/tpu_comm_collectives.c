@@ -332,7 +332,8 @@ static tpu_status host_write(void *ctx, size_t offset, size_t n, const void *src
 }
 
 tpu_comm_buf tpu_comm_host_buf(void *data, size_t bytes) {
-  return (tpu_comm_buf){.read = host_read, .write = host_write, .ctx = data, .bytes = bytes};
+  return (tpu_comm_buf){
+      .read = host_read, .write = host_write, .ctx = data, .bytes = bytes, .data = data};
 }
 
 /* Point to point: the pair (src, dst) streams bytes through its ring, whose running totals

@@ -213,18 +213,42 @@ static void need_elements(comm_coll *x, size_t bytes) {
                              comm_kind_name(x->sig.kind), bytes, tpu_dtype_name(x->dtype)));
 }
 
+/* Rank `rank`'s share of chunk `chunk` of a reduction: bytes [*first, *end) of the chunk, whole
+ * elements, the chunk's elements split evenly in rank order. */
+static void share_of(const comm_coll *x, size_t chunk, int rank, size_t *first, size_t *end) {
+  const tpu_comm *c = x->c;
+  size_t esize = tpu_dtype_size(x->dtype), n = comm_chunk_len(x, chunk, x->total) / esize;
+  *first = n * (size_t)rank / (size_t)c->size * esize;
+  *end = n * (size_t)(rank + 1) / (size_t)c->size * esize;
+}
+
+/* All_reduce's and reduce's stage: the chunk into this rank's slot; with the input in host memory,
+ * all of it but this rank's own share, which only this rank reads (from the input, in place). */
+static tpu_status stage_for_reduction(comm_coll *x, size_t chunk, int set) {
+  if (!x->in->data)
+    return comm_stage_own(x, chunk, set);
+  size_t first, end, len = comm_chunk_len(x, chunk, x->total), at = chunk * x->piece;
+  share_of(x, chunk, x->c->rank, &first, &end);
+  char *slot = comm_slot(x->c, set, x->c->rank);
+  memcpy(slot, (const char *)x->in->data + at, first);
+  memcpy(slot + end, (const char *)x->in->data + at + end, len - end);
+  return TPU_OK;
+}
+
 /* All_reduce's and reduce's combine: this rank's share of the chunk's elements, reduced over
- * every rank's slot into the result slot. */
+ * every rank's slot (its own share from the input where stage left it there) into the result
+ * slot. */
 static tpu_status reduce_share(comm_coll *x, size_t chunk, int set) {
   tpu_comm *c = x->c;
-  size_t esize = tpu_dtype_size(x->dtype), n = comm_chunk_len(x, chunk, x->total) / esize;
-  size_t first = n * (size_t)c->rank / (size_t)c->size;
-  size_t end = n * (size_t)(c->rank + 1) / (size_t)c->size;
+  size_t first, end;
+  share_of(x, chunk, c->rank, &first, &end);
   const void *src[COMM_MAX_RANKS];
   for (int p = 0; p < c->size; p++)
-    src[p] = comm_slot(c, set, p) + first * esize;
-  comm_reduce_elems(comm_slot(c, set, c->size) + first * esize, src, c->size, end - first,
-                    x->dtype, x->op, x->factor);
+    src[p] = comm_slot(c, set, p) + first;
+  if (x->in->data)
+    src[c->rank] = (const char *)x->in->data + chunk * x->piece + first;
+  comm_reduce_elems(comm_slot(c, set, c->size) + first, src, c->size,
+                    (end - first) / tpu_dtype_size(x->dtype), x->dtype, x->op, x->factor);
   return TPU_OK;
 }
 
@@ -259,7 +283,7 @@ static tpu_status reduction(tpu_comm *c, comm_kind kind, const tpu_comm_buf *in,
   x.in = in;
   x.out = out;
   x.total = x.sig.bytes = in ? in->bytes : 0;
-  x.steps[0] = comm_stage_own;
+  x.steps[0] = stage_for_reduction;
   x.steps[1] = reduce_share;
   x.steps[2] = deliver_result;
   x.nsteps = 3;

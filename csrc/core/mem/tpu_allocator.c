@@ -499,6 +499,11 @@ void tpu_mem_record_stream(void *ptr, int stream) {
   pthread_mutex_unlock(&dev->lock);
 }
 
+bool tpu_mem_host_accessible(const void *ptr) {
+  int d = tpu_mem_device_of(ptr);
+  return d >= 0 && tpu_heap_accessible(atomic_load(&devices[d].arena));
+}
+
 int tpu_mem_device_of(const void *ptr) {
   if (!ptr)
     return -1;

@@ -55,6 +55,10 @@ void tpu_mem_free(void *ptr);
  * work queued on that stream so far (torch.Tensor.record_stream). */
 void tpu_mem_record_stream(void *ptr, int stream);
 
+/* Whether `ptr` lies in a chip's arena that the host may read and write (a driver whose kernels
+ * run on the host's memory). */
+bool tpu_mem_host_accessible(const void *ptr);
+
 /* Device index of the chip whose arena contains `ptr`, or -1. */
 int tpu_mem_device_of(const void *ptr);
 

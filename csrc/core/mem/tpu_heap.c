@@ -29,6 +29,7 @@ struct tpu_heap {
   void *map; /* what mmap returned, for munmap */
   size_t map_size;
   size_t page;
+  bool accessible;
   heap_block *first;
   tpu_treap_node *free_tree;
   tpu_treap_node *used_tree;
@@ -75,6 +76,7 @@ tpu_status tpu_heap_create(size_t size, bool accessible, tpu_heap **out) {
   h->base = (char *)align_up((uintptr_t)h->map, TPU_HEAP_BASE_ALIGN);
   h->size = size;
   h->page = page;
+  h->accessible = accessible;
   *b = (heap_block){.addr = (uintptr_t)h->base, .size = size, .free = true};
   h->first = b;
   tree_insert(h, b);
@@ -194,6 +196,8 @@ void tpu_heap_discard(tpu_heap *heap, void *ptr, size_t size) {
   if (hi > lo)
     madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
+
+bool tpu_heap_accessible(const tpu_heap *heap) { return heap->accessible; }
 
 bool tpu_heap_contains(const tpu_heap *heap, const void *ptr) {
   uintptr_t p = (uintptr_t)ptr, base = heap ? (uintptr_t)heap->base : 0;

@@ -29,6 +29,9 @@ void tpu_heap_free(tpu_heap *heap, void *ptr);
 /* Gives the physical pages of [ptr, ptr+size) back to the OS; the range stays reserved. */
 void tpu_heap_discard(tpu_heap *heap, void *ptr, size_t size);
 
+/* Whether the host may read and write the heap's pages (tpu_heap_create's `accessible`). */
+bool tpu_heap_accessible(const tpu_heap *heap);
+
 /* True when `ptr` lies inside the reserved range. */
 bool tpu_heap_contains(const tpu_heap *heap, const void *ptr);
 

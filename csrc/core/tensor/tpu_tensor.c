@@ -1,7 +1,17 @@
 #include "tensor/tpu_tensor.h"
 
+#include "mem/tpu_allocator.h"
+
 void *tpu_tensor_data(const tpu_tensor *t) {
   return (char *)(t->buf ? tpu_buffer_memory(t->buf) : t->host) + t->offset;
+}
+
+void *tpu_tensor_host_address(const tpu_tensor *t) {
+  if (!t->buf)
+    return (char *)t->host + t->offset;
+  if (!tpu_buffer_is_live(t->buf) || !tpu_mem_host_accessible(tpu_buffer_memory(t->buf)))
+    return NULL;
+  return tpu_tensor_data(t);
 }
 
 int64_t tpu_tensor_numel(const tpu_tensor *t) {

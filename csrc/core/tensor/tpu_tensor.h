@@ -26,6 +26,11 @@ typedef struct tpu_tensor {
 /* Address of element [0, ..., 0]; the buffer must be live. */
 void *tpu_tensor_data(const tpu_tensor *t);
 
+/* The host address of element [0, ..., 0] where the host may read and write it directly: host
+ * memory, or a live buffer in an arena the host can access; NULL otherwise (a pending buffer, a
+ * driver whose memory only its device reaches). */
+void *tpu_tensor_host_address(const tpu_tensor *t);
+
 /* Number of elements. */
 int64_t tpu_tensor_numel(const tpu_tensor *t);
 

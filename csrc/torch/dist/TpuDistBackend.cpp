@@ -21,6 +21,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "dist/TpuDistBase.h"
@@ -43,8 +44,15 @@ class Staged {
     }
   }
 
+  // With a single tensor whose memory the host can reach (a CPU tensor, a live buffer of a driver
+  // that keeps chips in host memory), the collective may also read it in place.
   tpu_comm_buf* buf() {
-    buf_ = tpu_comm_buf{&Staged::read, &Staged::write, this, bytes_};
+    const void* data = nullptr;
+    if (dense_.size() == 1 && bytes_ > 0) {
+      tpu_tensor view = core_bytes(dense_[0]);
+      data = tpu_tensor_host_address(&view);
+    }
+    buf_ = tpu_comm_buf{&Staged::read, &Staged::write, this, bytes_, data};
     return &buf_;
   }
 
@@ -234,6 +242,13 @@ std::vector<size_t> offsets_of(const std::vector<size_t>& bytes) {
   return offsets;
 }
 
+class TpuDistBackend;
+
+// The live backends, so that their threads can be stopped before the interpreter finalizes (a
+// thread that drops a tensor's last reference there needs the GIL, which is gone).
+std::mutex live_mutex;
+std::set<TpuDistBackend*> live;
+
 class TpuDistBackend final : public TpuDistBase {
  public:
   TpuDistBackend(const std::string& segment, int rank, int size, std::chrono::milliseconds timeout,
@@ -249,11 +264,36 @@ class TpuDistBackend final : public TpuDistBase {
       comm_ = nullptr;
       throw_status(st, context("init").c_str());
     }
+    std::lock_guard<std::mutex> lock(live_mutex);
+    live.insert(this);
   }
   ~TpuDistBackend() override {
-    sender_.reset();
-    collectives_.reset();
+    {
+      std::lock_guard<std::mutex> lock(live_mutex);
+      live.erase(this);
+    }
+    stop_threads();
     tpu_comm_close(comm_);
+  }
+
+  // Runs what the threads have queued, then joins them; a later collective starts them again.
+  void stop_threads() {
+    std::unique_ptr<TaskThread> sender, collectives;
+    {
+      std::lock_guard<std::mutex> lock(threads_mutex_);
+      sender = std::move(sender_);
+      collectives = std::move(collectives_);
+    }
+    sender.reset();
+    collectives.reset();
+  }
+
+  // Stops the threads of every live backend (at interpreter exit).
+  static void stop_all_threads() {
+    std::lock_guard<std::mutex> lock(live_mutex);
+    for (TpuDistBackend* backend : live) {
+      backend->stop_threads();
+    }
   }
 
   void setTimeout(std::chrono::milliseconds timeout) override { timeout_ = timeout; }
@@ -393,7 +433,8 @@ class TpuDistBackend final : public TpuDistBase {
     if (!collectives_) {
       collectives_ = std::make_unique<TaskThread>();
     }
-    collectives_->post([producer, ready, stream, outputs, body = std::move(body), future] {
+    collectives_->post([producer, ready, stream, outputs, body = std::move(body), future]() mutable {
+      std::exception_ptr error;
       try {
         if (producer) {
           tpu_stream_wait_for(producer, ready);
@@ -401,10 +442,14 @@ class TpuDistBackend final : public TpuDistBase {
         OnStream on(stream);
         body();
       } catch (...) {
-        future->setError(std::current_exception());
-        return;
+        error = std::current_exception();
       }
-      future->markCompleted(c10::IValue(outputs));
+      body = nullptr; // its tensors are released before the caller can go on
+      if (error) {
+        future->setError(error);
+      } else {
+        future->markCompleted(c10::IValue(std::move(outputs)));
+      }
     });
     count_launch();
     return c10::make_intrusive<FutureWork>(getRank(), type, future);
@@ -516,6 +561,8 @@ void register_dist(pybind11::module& m) {
                  std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000.0)), group);
            }),
            pybind11::call_guard<pybind11::gil_scoped_release>());
+  m.def("_tpu_dist_stop_threads", &TpuDistBackend::stop_all_threads,
+        pybind11::call_guard<pybind11::gil_scoped_release>());
 }
 
 } // namespace torch_tpu
