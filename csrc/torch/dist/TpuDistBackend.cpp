@@ -146,6 +146,11 @@ class TaskThread {
     wake_.notify_one();
   }
   bool runs_here() const { return std::this_thread::get_id() == thread_.get_id(); }
+  // Nothing queued or running.
+  bool idle() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return tasks_.empty() && !busy_;
+  }
 
  private:
   void loop() {
@@ -159,8 +164,12 @@ class TaskThread {
         }
         task = std::move(tasks_.front());
         tasks_.pop_front();
+        busy_ = true;
       }
       task();
+      task = nullptr;
+      std::lock_guard<std::mutex> lock(mutex_);
+      busy_ = false;
     }
   }
 
@@ -168,6 +177,7 @@ class TaskThread {
   std::condition_variable wake_;
   std::deque<std::function<void()>> tasks_;
   bool stop_ = false;
+  bool busy_ = false;
   std::thread thread_;
 };
 
@@ -404,8 +414,9 @@ class TpuDistBackend final : public TpuDistBase {
 
  protected:
   // Runs `body` on the communication thread after the work queued so far on the current stream
-  // of the tensors' device; here instead in debug mode (errors raise at the call), and when the
-  // communication thread itself calls (a future's callback), which must not wait for itself.
+  // of the tensors' device; here instead in debug mode (errors raise at the call), when the
+  // communication thread itself calls (a future's callback), which must not wait for itself, and
+  // for a small collective when neither the stream nor the thread has work queued.
   c10::intrusive_ptr<c10d::Work> launch(c10d::OpType type, std::vector<at::Tensor> outputs,
                                         const std::vector<at::Tensor>& inputs,
                                         std::function<void()> body) override {
@@ -423,6 +434,13 @@ class TpuDistBackend final : public TpuDistBase {
     if (producer) {
       check(tpu_fused_flush(producer, TPU_CUT_EVENT));
       ready = tpu_stream_submitted(producer);
+    }
+    // A small collective with nothing to wait for runs here: handing it to the thread and back
+    // would cost more than it does.
+    if (bytes_of(outputs) + bytes_of(inputs) <= kInlineBytes &&
+        (!producer || tpu_stream_query(producer)) && communication_idle()) {
+      body();
+      return done(type, std::move(outputs));
     }
     std::optional<c10::Stream> stream;
     if (device) {
@@ -456,6 +474,22 @@ class TpuDistBackend final : public TpuDistBase {
   }
 
  private:
+  // Collectives up to this size (inputs and outputs) may run on the calling thread.
+  static constexpr size_t kInlineBytes = 64 << 10;
+
+  static size_t bytes_of(const std::vector<at::Tensor>& tensors) {
+    size_t bytes = 0;
+    for (const at::Tensor& t : tensors) {
+      bytes += static_cast<size_t>(t.numel()) * t.element_size();
+    }
+    return bytes;
+  }
+
+  bool communication_idle() {
+    std::lock_guard<std::mutex> lock(threads_mutex_);
+    return !collectives_ || collectives_->idle();
+  }
+
   bool on_communication_thread() {
     std::lock_guard<std::mutex> lock(threads_mutex_);
     return collectives_ && collectives_->runs_here();
