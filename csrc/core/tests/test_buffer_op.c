@@ -1,6 +1,6 @@
-/* Buffers and op calls: live and pending buffers, materialization by a read, pending buffers that
- * die unread and are never allocated, poisoning by a failed asynchronous op, and the validation of
- * views against their buffers. */
+/* Buffers and op calls: live and pending buffers (and which the host reaches in place),
+ * materialization by a read, pending buffers that die unread and are never allocated, poisoning by
+ * a failed asynchronous op, and the validation of views against their buffers. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,6 +49,13 @@ static void test_live_buffer(void) {
   float out[64];
   CHECK_OK(read_back(s, b, out, 64));
   CHECK(out[0] == 2.5f && out[63] == 2.5f);
+  /* The host driver keeps chips in host memory: a live buffer is reachable in place. */
+  tpu_tensor view = vector_view(b, NULL, TPU_FLOAT32, 8);
+  view.offset = 8 * sizeof(float);
+  CHECK(tpu_tensor_host_address(&view) == (char *)tpu_buffer_memory(b) + view.offset);
+  CHECK(*(const float *)tpu_tensor_host_address(&view) == 2.5f);
+  tpu_tensor host = vector_view(NULL, out, TPU_FLOAT32, 64);
+  CHECK(tpu_tensor_host_address(&host) == out);
   tpu_buffer_release_storage(b);
 }
 
@@ -60,6 +67,8 @@ static void test_pending_read(void) {
   CHECK(!tpu_buffer_is_live(b));
   CHECK(tpu_buffer_identity(b) != NULL && tpu_buffer_memory(b) == NULL);
   CHECK(tpu_buffer_device_of(tpu_buffer_identity(b)) == 0);
+  tpu_tensor whole = vector_view(b, NULL, TPU_FLOAT32, 1000);
+  CHECK(tpu_tensor_host_address(&whole) == NULL); /* no memory yet */
   tpu_op_call *producer = tpu_op_call_new(TPU_OP_FILL, 0, 1);
   producer->tensors[0] = vector_view(b, NULL, TPU_FLOAT32, 1000);
   producer->scalars[0].f = 7.0;
@@ -73,6 +82,7 @@ static void test_pending_read(void) {
   call->tensors[1] = vector_view(NULL, out, TPU_FLOAT32, 10);
   CHECK_OK(tpu_op_launch_sync(s, call));
   CHECK(tpu_buffer_is_live(b));
+  CHECK(tpu_tensor_host_address(&whole) == tpu_buffer_memory(b));
   CHECK(out[0] == 7.0f && out[9] == 7.0f);
   CHECK(allocated() > before);
   tpu_buffer_release_storage(b);
