@@ -40,15 +40,16 @@ typedef enum tpu_reduce_op {
 
 /* One side of a collective: `bytes` bytes of the caller's data, read and written in pieces at byte
  * offsets. `read` copies [offset, offset + n) of the data to `dst`, `write` copies `src` there.
- * `data`, when not NULL, is the same bytes as host memory this process may read in place:
- * all_reduce and reduce then read the caller's own share of each chunk from there instead of
- * staging it through the segment (one pass less over it). */
+ * `data`, when not NULL, is the same bytes as host memory this process may read and write in
+ * place: all_reduce and reduce then read the caller's own share of each chunk from the input and
+ * write its result to the output there, instead of staging it through the segment and copying it
+ * back (a pass less over the data each way). */
 typedef struct tpu_comm_buf {
   tpu_status (*read)(void *ctx, size_t offset, size_t n, void *dst);
   tpu_status (*write)(void *ctx, size_t offset, size_t n, const void *src);
   void *ctx;
   size_t bytes;
-  const void *data;
+  void *data;
 } tpu_comm_buf;
 
 /* A tpu_comm_buf over plain host memory (memcpy both ways, `data` set). */

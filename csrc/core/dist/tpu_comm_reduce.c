@@ -235,28 +235,52 @@ static tpu_status stage_for_reduction(comm_coll *x, size_t chunk, int set) {
   return TPU_OK;
 }
 
+/* Bytes reduced at a time when the result also goes to the output in place: the block is copied
+ * there while it is still in cache, so the second write costs no second read from memory. */
+#define RESULT_BLOCK (16u << 10)
+
+/* The output when this rank writes its result in place, else NULL. */
+static char *output_in_place(const comm_coll *x) {
+  bool writes = x->sig.kind == COMM_ALL_REDUCE || comm_is_root(x);
+  return writes && x->out->data ? x->out->data : NULL;
+}
+
 /* All_reduce's and reduce's combine: this rank's share of the chunk's elements, reduced over
  * every rank's slot (its own share from the input where stage left it there) into the result
- * slot. */
+ * slot, and into the output where it is written in place. */
 static tpu_status reduce_share(comm_coll *x, size_t chunk, int set) {
   tpu_comm *c = x->c;
-  size_t first, end;
+  size_t first, end, at = chunk * x->piece;
   share_of(x, chunk, c->rank, &first, &end);
-  const void *src[COMM_MAX_RANKS];
-  for (int p = 0; p < c->size; p++)
-    src[p] = comm_slot(c, set, p) + first;
-  if (x->in->data)
-    src[c->rank] = (const char *)x->in->data + chunk * x->piece + first;
-  comm_reduce_elems(comm_slot(c, set, c->size) + first, src, c->size,
-                    (end - first) / tpu_dtype_size(x->dtype), x->dtype, x->op, x->factor);
+  char *result = comm_slot(c, set, c->size), *out = output_in_place(x);
+  size_t block = out ? RESULT_BLOCK : end - first;
+  for (size_t from = first; from < end; from += block) {
+    size_t len = end - from < block ? end - from : block;
+    const void *src[COMM_MAX_RANKS];
+    for (int p = 0; p < c->size; p++)
+      src[p] = comm_slot(c, set, p) + from;
+    if (x->in->data)
+      src[c->rank] = (const char *)x->in->data + at + from;
+    comm_reduce_elems(result + from, src, c->size, len / tpu_dtype_size(x->dtype), x->dtype,
+                      x->op, x->factor);
+    if (out)
+      memcpy(out + at + from, result + from, len);
+  }
   return TPU_OK;
 }
 
+/* The chunk's result out (but this rank's share where reduce_share wrote it in place). */
 static tpu_status deliver_result(comm_coll *x, size_t chunk, int set) {
   if (x->sig.kind == COMM_REDUCE && !comm_is_root(x))
     return TPU_OK;
-  return comm_write_out(x->out, chunk * x->piece, comm_chunk_len(x, chunk, x->total),
-                        comm_slot(x->c, set, x->c->size));
+  size_t len = comm_chunk_len(x, chunk, x->total), at = chunk * x->piece;
+  const char *result = comm_slot(x->c, set, x->c->size);
+  if (!output_in_place(x))
+    return comm_write_out(x->out, at, len, result);
+  size_t first, end;
+  share_of(x, chunk, x->c->rank, &first, &end);
+  tpu_status st = comm_write_out(x->out, at, first, result);
+  return st == TPU_OK ? comm_write_out(x->out, at + end, len - end, result + end) : st;
 }
 
 static tpu_status reduction(tpu_comm *c, comm_kind kind, const tpu_comm_buf *in,

@@ -266,8 +266,8 @@ static void free_inputs(inputs *in) {
   free(in->want);
 }
 
-/* `direct`: the input's `data` is set, so this rank reads its own share in place; otherwise it
- * goes through the callbacks only (ranks of one call may differ). */
+/* `direct`: the buffers' `data` is set, so this rank reads and writes its own share in place;
+ * otherwise they go through the callbacks only (ranks of one call may differ). */
 static void all_reduce_case(tpu_comm *c, tpu_dtype dtype, tpu_reduce_op op, size_t n,
                             bool in_place, bool direct) {
   int rank = tpu_comm_rank(c), size = tpu_comm_size(c);
@@ -275,9 +275,9 @@ static void all_reduce_case(tpu_comm *c, tpu_dtype dtype, tpu_reduce_op op, size
   inputs in = make_inputs(dtype, salt, size, n);
   expect_reduction(dtype, op, 0.5, size, in.ins, n, in.want);
   tpu_comm_buf src = tpu_comm_host_buf(in.ins[rank], in.bytes);
-  if (!direct)
-    src.data = NULL;
   tpu_comm_buf dst = in_place ? src : tpu_comm_host_buf(in.out, in.bytes);
+  if (!direct)
+    src.data = dst.data = NULL;
   tpu_status st = tpu_comm_all_reduce(c, &src, &dst, dtype, op, 0.5, TIMEOUT_MS);
   const char *what = tpu_dtype_name(dtype);
   if (!tpu_comm_op_supported(op, dtype)) {

@@ -45,9 +45,9 @@ class Staged {
   }
 
   // With a single tensor whose memory the host can reach (a CPU tensor, a live buffer of a driver
-  // that keeps chips in host memory), the collective may also read it in place.
+  // that keeps chips in host memory), the collective may also read and write it in place.
   tpu_comm_buf* buf() {
-    const void* data = nullptr;
+    void* data = nullptr;
     if (dense_.size() == 1 && bytes_ > 0) {
       tpu_tensor view = core_bytes(dense_[0]);
       data = tpu_tensor_host_address(&view);
