@@ -248,13 +248,8 @@ class TpuDistHierarchy final : public TpuDistBase {
     down();
   }
 
-  // The leaders' verdict on a collective: whether every host's step succeeded and all run the same.
-  Status agree(const Shape& shape, bool failed, Ms timeout) {
-    at::Tensor mine = at::empty({static_cast<int64_t>(shape.size()) + 1}, at::kLong);
-    for (size_t i = 0; i < shape.size(); i++) {
-      mine[static_cast<int64_t>(i)] = shape[i];
-    }
-    mine[static_cast<int64_t>(shape.size())] = failed ? 1 : 0;
+  // Every leader's `mine` (a CPU tensor of the same shape on each), in host order.
+  std::vector<at::Tensor> leaders_gather(const at::Tensor& mine, Ms timeout) {
     std::vector<std::vector<at::Tensor>> all(1);
     for (size_t h = 0; h < members_.size(); h++) {
       all[0].push_back(at::empty_like(mine));
@@ -263,12 +258,20 @@ class TpuDistHierarchy final : public TpuDistBase {
     c10d::AllgatherOptions opts;
     opts.timeout = timeout;
     leaders_->allgather(all, in, opts)->wait();
+    return all[0];
+  }
+
+  // The leaders' verdict on a collective: whether every host's step succeeded and all run the same.
+  Status agree(const Shape& shape, bool failed, Ms timeout) {
+    std::vector<int64_t> record(shape.begin(), shape.end());
+    record.push_back(failed ? 1 : 0);
+    std::vector<at::Tensor> all = leaders_gather(at::tensor(record, at::kLong), timeout);
     Status status = kOk;
-    for (const at::Tensor& other : all[0]) {
+    for (const at::Tensor& other : all) {
       if (other[static_cast<int64_t>(shape.size())].item<int64_t>() != 0) {
         return kFailedElsewhere;
       }
-      if (!at::equal(other, all[0][0])) {
+      if (!at::equal(other, all[0])) {
         status = kDisagree;
       }
     }
@@ -398,19 +401,12 @@ class TpuDistHierarchy final : public TpuDistBase {
     for (size_t j = 0; j < pieces.size(); j++) {
       host_part.narrow(0, static_cast<int64_t>(j) * b, b).copy_(host_bytes(pieces[j]));
     }
-    std::vector<std::vector<at::Tensor>> hosts(1);
-    for (size_t h = 0; h < members_.size(); h++) {
-      hosts[0].push_back(at::empty_like(host_part));
-    }
-    std::vector<at::Tensor> part{host_part};
-    c10d::AllgatherOptions across;
-    across.timeout = timeout;
-    leaders_->allgather(hosts, part, across)->wait();
+    std::vector<at::Tensor> hosts = leaders_gather(host_part, timeout);
     at::Tensor ordered = at::empty({getSize() * b}, at::kByte);
     for (size_t h = 0; h < members_.size(); h++) {
       for (size_t j = 0; j < members_[h].size(); j++) {
         ordered.narrow(0, members_[h][j] * b, b)
-            .copy_(hosts[0][h].narrow(0, static_cast<int64_t>(j) * b, b));
+            .copy_(hosts[h].narrow(0, static_cast<int64_t>(j) * b, b));
       }
     }
     return ordered;
