@@ -57,11 +57,17 @@ CASES: dict[str, tuple[Callable[[], nn.Module], Callable[[torch.Generator], Batc
 
 
 def train(
-    name: str, device: str, optimizer_name: str, steps: int = 3
+    name: str,
+    device: str,
+    optimizer_name: str,
+    steps: int = 3,
+    compiled: dict[str, object] | None = None,
 ) -> tuple[list[float], list[torch.Tensor]]:
+    """Steps of a test model; its forward compiled with torch.compile(**compiled) when given."""
     build, make_batch = CASES[name]
     torch.manual_seed(0)
     model = build().to(device)
+    run = torch.compile(model, **compiled) if compiled is not None else model
     optimizer: torch.optim.Optimizer
     if optimizer_name == "adamw":
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, foreach=True)
@@ -71,7 +77,7 @@ def train(
     losses = []
     for _ in range(steps):
         x, y = make_batch(gen)
-        loss = model(x.to(device), y.to(device))
+        loss = run(x.to(device), y.to(device))
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()

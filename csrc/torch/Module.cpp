@@ -7,6 +7,7 @@
 #include <chrono>
 #include <thread>
 
+#include "compile/TpuCompiledRegion.h"
 #include "dist/TpuDistBackend.h"
 #include "dist/TpuDistHierarchy.h"
 #include "runtime/TpuAllocator.h"
@@ -203,6 +204,7 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "torch_tpu native module";
   // Makes the built-in drivers selectable; TORCH_TPU_DRIVER picks one on first use.
   check(tpu_drivers_register_builtin());
+  register_compiled_region(m);
   register_dist(m);
   register_dist_hierarchy(m);
 

@@ -46,6 +46,9 @@ def _register() -> None:
         from . import distributed
 
         distributed.register()
+    from . import compile as _compile
+
+    _compile.route_default_compiler()
     _registered = True
 
 

@@ -21,6 +21,7 @@ typedef struct fused_state {
   tpu_graph *graph; /* the open graph, NULL when empty */
   tpu_remat_list remat; /* results of the last forward graph, computed again when read */
   atomic_int mode;  /* the stream's own tpu_eager_mode */
+  atomic_int cap;   /* nodes after which the open graph is cut; 0: TPU_FUSED_MAX_NODES */
 } fused_state;
 
 static pthread_mutex_t states_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -42,6 +43,7 @@ static const char *const reason_names[TPU_CUT_COUNT] = {
     [TPU_CUT_MODE_SWITCH] = "mode_switch",
     [TPU_CUT_BACKWARD_START] = "backward_start",
     [TPU_CUT_BACKWARD] = "backward",
+    [TPU_CUT_COMPILED] = "compiled",
 };
 
 static const char *const mode_names[] = {"debug", "strict", "fused"};
@@ -100,6 +102,7 @@ static fused_state *state_of(tpu_stream *s) {
       pthread_mutex_init(&st->mu, NULL);
       st->stream = s;
       atomic_init(&st->mode, TPU_EAGER_UNSET);
+      atomic_init(&st->cap, 0);
       atomic_store(&states[device][index], st);
     }
   }
@@ -111,6 +114,12 @@ void tpu_stream_set_eager_mode(tpu_stream *s, tpu_eager_mode mode) {
   fused_state *st = state_of(s);
   if (st)
     atomic_store(&st->mode, mode);
+}
+
+void tpu_fused_set_graph_cap(tpu_stream *s, int cap) {
+  fused_state *st = state_of(s);
+  if (st)
+    atomic_store(&st->cap, cap > 0 ? cap : 0);
 }
 
 tpu_eager_mode tpu_stream_eager_mode(tpu_stream *s) {
@@ -251,7 +260,8 @@ tpu_status tpu_fused_add(tpu_stream *s, tpu_op_call *call) {
   pthread_mutex_unlock(&st->mu);
   if (status != TPU_OK)
     return status;
-  return n_nodes >= TPU_FUSED_MAX_NODES ? flush_state(st, TPU_CUT_GRAPH_CAP) : TPU_OK;
+  int cap = atomic_load(&st->cap);
+  return n_nodes >= (cap ? cap : TPU_FUSED_MAX_NODES) ? flush_state(st, TPU_CUT_GRAPH_CAP) : TPU_OK;
 }
 
 static void mark_needed(tpu_graph *g) {

@@ -44,6 +44,7 @@ typedef enum tpu_cut_reason {
   TPU_CUT_MODE_SWITCH,  /* the eager mode changed, or a call of another mode came to the stream */
   TPU_CUT_BACKWARD_START, /* the first op of a backward pass (an autograd graph task) */
   TPU_CUT_BACKWARD,     /* the end of a backward pass (an autograd graph task) that recorded ops */
+  TPU_CUT_COMPILED,     /* the start or end of a torch.compile graph's run (one graph each) */
   TPU_CUT_COUNT
 } tpu_cut_reason;
 
@@ -68,9 +69,13 @@ tpu_eager_mode tpu_stream_eager_mode(tpu_stream *stream);
 /* Records `call` as the next node of the stream's open graph, taking ownership of it in every case.
  * Validates it as a launch does and counts it as a native call. A call that cannot wait (see
  * TPU_CUT_UNDEFERRABLE) cuts the graph and is launched, and so is every call on a chip without a
- * pending range (tpu_buffer_pending_supported: fused mode is off there). Cuts at
- * TPU_FUSED_MAX_NODES. */
+ * pending range (tpu_buffer_pending_supported: fused mode is off there). Cuts at the stream's
+ * node cap (tpu_fused_set_graph_cap). */
 tpu_status tpu_fused_add(tpu_stream *stream, tpu_op_call *call);
+
+/* The stream's node cap: its open graph is cut (TPU_CUT_GRAPH_CAP) when it reaches `cap` nodes; 0
+ * restores TPU_FUSED_MAX_NODES. A torch.compile graph lifts it so that it stays one graph. */
+void tpu_fused_set_graph_cap(tpu_stream *stream, int cap);
 
 /* Cuts the stream's open graph for `reason` and queues it (nothing when it is empty). An error of
  * planning or memory returns here; errors of the kernels surface at the next synchronization. */

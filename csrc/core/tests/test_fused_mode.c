@@ -112,6 +112,17 @@ static void test_graph_cap_and_undeferrable_calls(void) {
   tpu_fused_get_stats(&stats);
   CHECK(stats.cuts[TPU_CUT_GRAPH_CAP] == 1 && stats.cuts[TPU_CUT_UNDEFERRABLE] == 1);
   CHECK(stats.nodes == TPU_FUSED_MAX_NODES + 10);
+  /* A stream's own cap (a torch.compile graph's) holds more nodes; 0 restores the default. */
+  tpu_fused_set_graph_cap(s, 3 * TPU_FUSED_MAX_NODES);
+  for (int i = 0; i < 2 * TPU_FUSED_MAX_NODES; i++)
+    CHECK_OK(add(s, x, x, x));
+  CHECK(tpu_fused_pending_nodes(s) == 2 * TPU_FUSED_MAX_NODES);
+  tpu_fused_set_graph_cap(s, 0);
+  CHECK_OK(add(s, x, x, x));
+  CHECK(tpu_fused_pending_nodes(s) == 0);
+  tpu_fused_get_stats(&stats);
+  CHECK(stats.cuts[TPU_CUT_GRAPH_CAP] == 2);
+  CHECK(strcmp(tpu_cut_reason_name(TPU_CUT_COMPILED), "compiled") == 0);
   tpu_buffer_release_storage(x);
 }
 

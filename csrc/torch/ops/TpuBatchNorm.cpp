@@ -1,5 +1,6 @@
-// native_batch_norm and native_batch_norm_backward (what F.batch_norm and its autograd reach on a
-// PrivateUse1 device) on the core's batch-norm kernels. Outputs follow PyTorch's meta functions,
+// native_batch_norm (and the _native_batch_norm_legit forms of AOTAutograd's graphs) and
+// native_batch_norm_backward (what F.batch_norm and its autograd reach on a PrivateUse1 device) on
+// the core's batch-norm kernels. Outputs follow PyTorch's meta functions,
 // which give CUDA's metadata: the input's memory format, and saved statistics of size C (float32
 // for float16 and bfloat16 inputs) in evaluation too (CPU returns empty ones there).
 #include <ATen/ops/empty.h>
@@ -193,10 +194,26 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward(
   return {dx, dw, db};
 }
 
+// The forms AOTAutograd's graphs (torch.compile) call: with running statistics, and without.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_legit(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight,
+    const std::optional<at::Tensor>& bias, at::Tensor& running_mean, at::Tensor& running_var,
+    bool training, double momentum, double eps) {
+  return batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_legit_no_stats(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight,
+    const std::optional<at::Tensor>& bias, bool training, double momentum, double eps) {
+  return batch_norm(input, weight, bias, std::nullopt, std::nullopt, training, momentum, eps);
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("native_batch_norm", TORCH_FN(batch_norm));
+  m.impl("_native_batch_norm_legit", TORCH_FN(batch_norm_legit));
+  m.impl("_native_batch_norm_legit.no_stats", TORCH_FN(batch_norm_legit_no_stats));
   m.impl("native_batch_norm_backward", TORCH_FN(batch_norm_backward));
 }
 

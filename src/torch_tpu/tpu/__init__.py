@@ -34,6 +34,7 @@ from .memory import (
     reset_peak_memory_stats,
 )
 from .modes import (
+    EagerMode,
     compile_cache_stats,
     dump_pending_graph,
     eager_mode,
@@ -199,6 +200,7 @@ def is_bf16_supported(including_emulation: bool = True) -> bool:
 
 
 __all__ = [
+    "EagerMode",
     "Event",
     "OpTraceEntry",
     "Stream",

@@ -5,6 +5,7 @@ a materialization trigger, so intermediates whose tensors die are never given me
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -15,16 +16,32 @@ from .. import _C
 _MODES = ("debug", "strict", "fused")
 
 
-def _check(mode: str) -> None:
+class EagerMode(str, enum.Enum):
+    """Google TorchTPU's names for the eager modes; each member equals our name of its mode, so
+    code written for TorchTPU (``set_eager_mode(EagerMode.DEFER_AND_FUSE)``) runs unchanged."""
+
+    DEFER_NEVER_AND_LAUNCH_BLOCKING = "debug"
+    DEFER_NEVER = "strict"
+    DEFER_AND_FUSE = "fused"
+
+
+def _check(mode: str) -> str:
+    """Our name of `mode`: one of ours, an EagerMode member or a member's name."""
+    if isinstance(mode, EagerMode):
+        return mode.value
+    if isinstance(mode, str) and mode in EagerMode.__members__:
+        return EagerMode[mode].value
     if mode not in _MODES:
-        raise ValueError(f"eager mode must be one of {_MODES}, got {mode!r}")
+        names = _MODES + tuple(EagerMode.__members__)
+        raise ValueError(f"eager mode must be one of {names}, got {mode!r}")
+    return mode
 
 
 def set_eager_mode(mode: str) -> None:
     """Selects the eager mode for the process (threads without an ``eager_mode`` override, and
-    streams without their own mode). Cuts every open fused graph first."""
-    _check(mode)
-    _C._set_eager_mode(mode)
+    streams without their own mode). Cuts every open fused graph first. ``mode`` is ours
+    (``"debug"``, ``"strict"``, ``"fused"``) or TorchTPU's (an ``EagerMode`` member or name)."""
+    _C._set_eager_mode(_check(mode))
 
 
 def get_eager_mode() -> str:
@@ -37,7 +54,7 @@ def eager_mode(mode: str) -> Iterator[None]:
     """Runs the block in `mode` on the calling thread and on its current stream, so autograd's
     device thread runs backward in the same mode; nestable, restores both on exit. Other threads
     keep their own mode (in debug mode only this thread's launches, and backward's, block)."""
-    _check(mode)
+    mode = _check(mode)
     device = torch.tpu.current_device()
     stream_id = _C._current_stream(device)[0]
     old_thread = _C._thread_eager_mode()
@@ -65,7 +82,8 @@ def dump_pending_graph(dot: bool = False) -> str:
 def fused_stats() -> dict[str, object]:
     """Fused-mode cuts since start or reset: ``{"flushes": {reason: n}, "nodes": n}`` (nodes in
     the cut graphs). Reasons: sync, host_read, materialize, event, query, wait_stream, fallback,
-    undeferrable, graph_cap, mode_switch, backward_start, backward. ``recomputed`` and
+    undeferrable, graph_cap, mode_switch, backward_start, backward, compiled (a torch.compile
+    graph's start and end). ``recomputed`` and
     ``recomputed_bytes``: forward results that backward read again and that were computed again
     instead of kept (README, Fused mode). Also what the cut graphs ran so far (read after a
     synchronize): ``steps`` (kernels and fused steps), ``fused_steps`` and ``fused_nodes`` (the

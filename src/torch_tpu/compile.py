@@ -1,0 +1,196 @@
+"""torch.compile on tpu: the Dynamo backend ``"tpu"`` and the default compiler's route to it.
+
+``torch.compile(model, backend="tpu")``: Dynamo captures the Python code as FX graphs (guards and
+recompiles are Dynamo's), AOTAutograd splits each into a forward and a backward ATen graph (the
+min-cut partitioner recomputes cheap results in backward instead of saving them), and each ATen
+graph runs as one graph of fused mode: its ops are recorded, never launched one by one, and the
+graph is cut when the call ends, planned (elementwise chains fused, memory planned), looked up in
+the compile cache by its structure and queued on the stream as one work item. A second call with
+the same shapes hits the cache: nothing is planned again. An op without a native kernel becomes a
+fallback island (counted in ``torch.tpu.fallback_stats()``, warned once): the graph is cut around
+it and the op runs on the CPU. On the PJRT driver each cut graph is one StableHLO module.
+
+``torch.compile(model)`` with Inductor, PyTorch's default, would hand tpu graphs to Inductor's
+Pallas code generator (which needs JAX); a graph that touches a tpu tensor is routed to the
+``"tpu"`` backend instead, and other graphs still go to Inductor.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from . import _C
+
+# torch.compile's modes: Inductor's tuning and CUDA graphs have no meaning here, so every mode
+# runs the same plan.
+MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def _tpu_device(value: Any) -> torch.device | None:
+    """The tpu device of a tensor (or of the first tpu tensor in a tuple or list), else None."""
+    if isinstance(value, torch.Tensor):
+        return value.device if value.device.type == "tpu" else None
+    if isinstance(value, (tuple, list)):
+        for v in value:
+            found = _tpu_device(v)
+            if found is not None:
+                return found
+    return None
+
+
+def _graph_device(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> torch.device | None:
+    """The tpu device a Dynamo graph works on: an input's, else a value made inside the graph."""
+    found = _tpu_device(list(example_inputs))
+    if found is not None:
+        return found
+    for node in gm.graph.nodes:
+        found = _tpu_device(node.meta.get("example_value", node.meta.get("val")))
+        if found is not None:
+            return found
+    return None
+
+
+def _runner(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
+    """AOTAutograd's compiler for one ATen graph (forward or backward): runs it as one fused graph
+    on the device of its tpu inputs."""
+    from torch._functorch.aot_autograd import make_boxed_func
+
+    device = _graph_device(gm, example_inputs)
+    index = device.index if device is not None and device.index is not None else None
+
+    def run(*args: Any) -> Any:
+        with _C._CompiledRegion(torch.tpu.current_device() if index is None else index):
+            return gm(*args)
+
+    return make_boxed_func(run)
+
+
+@functools.cache
+def _aot_backend() -> Callable[..., Any]:
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+
+    return aot_autograd(
+        fw_compiler=_runner,
+        bw_compiler=_runner,
+        inference_compiler=_runner,
+        partition_fn=min_cut_rematerialization_partition,
+    )
+
+
+def backend(
+    gm: torch.fx.GraphModule,
+    example_inputs: Sequence[Any],
+    mode: str | None = None,
+    options: dict[str, Any] | None = None,
+) -> Callable[..., Any]:
+    """The Dynamo backend ``"tpu"`` (``torch.compile(fn, backend="tpu")``). ``mode`` may be any of
+    torch.compile's modes (all run the same plan); ``options`` takes no key."""
+    if mode is not None and mode not in MODES:
+        raise ValueError(f"torch.compile mode must be one of {MODES} for 'tpu', got {mode!r}")
+    if options:
+        raise ValueError(f"backend 'tpu' takes no options, got {sorted(options)}")
+    register_device_interface()
+    return _aot_backend()(gm, example_inputs)
+
+
+def register_device_interface() -> None:
+    """Gives Dynamo torch.tpu's streams, events and device calls in place of its placeholder."""
+    from torch._dynamo import device_interface as di
+
+    di.get_registered_device_interfaces()  # registers the built-in ones first, which it would
+    interface = device_interface()  # otherwise do over ours
+    di.register_interface_for_device("tpu", interface)
+    for i in range(torch.tpu.device_count()):
+        di.register_interface_for_device(f"tpu:{i}", interface)
+
+
+def _inductor_call(original: Callable[..., Any]) -> Callable[..., Any]:
+    """Wraps Inductor's entry for torch.compile: graphs on tpu go to backend "tpu"."""
+
+    @functools.wraps(original)
+    def call(self: Any, model_: torch.fx.GraphModule, inputs_: Sequence[Any], **kwargs: Any) -> Any:
+        if _graph_device(model_, inputs_) is None:
+            return original(self, model_, inputs_, **kwargs)
+        return backend(model_, inputs_)
+
+    return call
+
+
+def route_default_compiler() -> None:
+    """Makes torch.compile's default compiler (Inductor) hand graphs on tpu to backend "tpu"."""
+    wrapper = torch._TorchCompileInductorWrapper
+    if not hasattr(wrapper.__call__, "__wrapped__"):
+        wrapper.__call__ = _inductor_call(wrapper.__call__)  # type: ignore[method-assign]
+
+
+@functools.cache
+def device_interface() -> type:
+    """Dynamo's DeviceInterface for tpu (built on first use: importing Dynamo at ``import torch``
+    time would slow every import)."""
+    from torch._dynamo.device_interface import DeviceInterface
+
+    class _TpuInterface(DeviceInterface):
+        """torch.tpu for Dynamo: what it needs to trace streams, events and device calls."""
+
+        device = torch.tpu.device
+        Event = torch.tpu.Event
+        Stream = torch.tpu.Stream
+
+        class Worker:
+            @staticmethod
+            def set_device(device: int) -> None:
+                torch.tpu.set_device(device)
+
+            @staticmethod
+            def current_device() -> int:
+                return torch.tpu.current_device()
+
+            @staticmethod
+            def get_device_properties(device: Any = None) -> Any:
+                return torch.tpu.get_device_properties(device)
+
+        current_device = staticmethod(torch.tpu.current_device)
+        set_device = staticmethod(torch.tpu.set_device)
+        device_count = staticmethod(torch.tpu.device_count)
+        is_available = staticmethod(torch.tpu.is_available)
+        stream = staticmethod(torch.tpu.stream)
+        current_stream = staticmethod(torch.tpu.current_stream)
+        set_stream = staticmethod(torch.tpu.set_stream)
+        synchronize = staticmethod(torch.tpu.synchronize)
+        memory_allocated = staticmethod(torch.tpu.memory_allocated)
+        get_device_properties = staticmethod(torch.tpu.get_device_properties)
+        get_compute_capability = staticmethod(torch.tpu.get_device_capability)
+        is_bf16_supported = staticmethod(torch.tpu.is_bf16_supported)
+
+        @staticmethod
+        def exchange_device(device: int) -> int:
+            previous = torch.tpu.current_device()
+            torch.tpu.set_device(device)
+            return previous
+
+        @staticmethod
+        def maybe_exchange_device(device: int) -> int:
+            return _TpuInterface.exchange_device(device)
+
+        @staticmethod
+        def _set_stream_by_id(stream_id: int, device_index: int, device_type: int) -> None:
+            torch.tpu.set_stream(
+                torch.tpu.Stream(
+                    stream_id=stream_id, device_index=device_index, device_type=device_type
+                )
+            )
+
+        @staticmethod
+        def get_raw_stream(device_idx: int) -> int:
+            return torch.tpu.current_stream(device_idx).stream_id
+
+        @staticmethod
+        def is_triton_capable(device: Any = None) -> bool:
+            return False
+
+    return _TpuInterface

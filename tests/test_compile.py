@@ -1,0 +1,313 @@
+"""torch.compile on tpu: backend "tpu" and the default compiler route compiled models, steps and
+functions to fused graphs whose results match PyTorch CPU eager, in every eager mode around them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import warnings
+from collections.abc import Callable, Iterator
+
+import pytest
+import test_models
+import torch
+import torch._dynamo
+import torch.nn.functional as F
+from test_models import CASES
+from torch import nn
+
+import torch_tpu.compile
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo() -> Iterator[None]:
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def close(actual: torch.Tensor, expected: torch.Tensor, **tol: float) -> None:
+    assert actual.device.type == "tpu"
+    torch.testing.assert_close(actual.cpu(), expected, **tol)
+    assert actual.stride() == expected.stride()
+
+
+def train(
+    name: str, device: str, compiled: dict[str, object] | None, steps: int = 3
+) -> tuple[list[float], list[torch.Tensor]]:
+    """SGD steps of a test model, compiled with torch.compile(**compiled) when given."""
+    return test_models.train(name, device, "sgd", steps, compiled)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_compiled_models_train_as_cpu(eager_mode: str, name: str) -> None:
+    cpu_losses, cpu_params = train(name, "cpu", None)
+    torch.tpu.reset_fused_stats()
+    torch.tpu.reset_op_stats()
+    # Dynamo leaves frames with an nn.LSTM to eager unless told otherwise, as on CUDA.
+    with torch._dynamo.config.patch(allow_rnn=True):
+        losses, params = train(name, "tpu", {"backend": "tpu"})
+    torch.testing.assert_close(losses, cpu_losses, rtol=1e-4, atol=1e-5)
+    for a, b in zip(params, cpu_params, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    # Forward and backward each ran as a compiled fused graph; nothing fell back to the CPU.
+    assert torch.tpu.fused_stats()["flushes"].get("compiled", 0) >= 2 * 3
+    assert torch.tpu.fallback_stats() == {}
+
+
+def test_default_compiler_runs_tpu_graphs_on_backend_tpu() -> None:
+    """torch.compile(fn) would give a tpu graph to Inductor's Pallas generator (JAX)."""
+    cpu_losses, _ = train("mlp", "cpu", None, steps=2)
+    torch.tpu.reset_fused_stats()
+    losses, _ = train("mlp", "tpu", {}, steps=2)
+    torch.testing.assert_close(losses, cpu_losses, rtol=1e-4, atol=1e-5)
+    assert torch.tpu.fused_stats()["flushes"]["compiled"] >= 4
+    # Every mode of torch.compile runs the same way.
+    fn = torch.compile(lambda t: torch.tanh(t) * 2, mode="max-autotune")
+    x = torch.randn(5, 3)
+    close(fn(x.to("tpu")), torch.tanh(x) * 2)
+
+
+def test_a_graph_that_makes_tpu_tensors_goes_to_backend_tpu() -> None:
+    def make() -> torch.Tensor:
+        return torch.arange(6, device="tpu", dtype=torch.float32).reshape(2, 3) * 2
+
+    close(torch.compile(make)(), torch.arange(6, dtype=torch.float32).reshape(2, 3) * 2)
+
+
+def test_backend_is_listed_and_bad_options_raise() -> None:
+    assert "tpu" in torch._dynamo.list_backends()
+    x = torch.randn(3, device="tpu")
+    with pytest.raises(Exception, match="mode must be one of"):
+        torch.compile(torch.sin, backend="tpu", mode="fastest")(x)
+    with pytest.raises(Exception, match="takes no options"):
+        torch.compile(torch.sin, backend="tpu", options={"unroll": True})(x)
+    close(torch.compile(torch.sin, backend="tpu")(x), torch.sin(x.cpu()))
+
+
+def test_device_interface_is_torch_tpu() -> None:
+    from torch._dynamo.device_interface import get_interface_for_device
+
+    torch.compile(torch.cos, backend="tpu")(torch.ones(2, device="tpu"))
+    interface = get_interface_for_device("tpu")
+    assert interface is torch_tpu.compile.device_interface()
+    assert interface.device_count() == torch.tpu.device_count()
+    assert interface.current_stream() == torch.tpu.current_stream()
+    assert interface.get_device_properties().name == torch.tpu.get_device_name()
+    event = interface.Event()
+    event.record()
+    interface.synchronize()
+    assert event.query()
+
+
+def test_streams_and_events_inside_a_compiled_function() -> None:
+    side = torch.tpu.Stream()
+
+    @torch.compile(backend="tpu")
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        y = x * 2
+        side.wait_stream(torch.tpu.current_stream())
+        with torch.tpu.stream(side):
+            z = y + 1
+        torch.tpu.current_stream().wait_stream(side)
+        return z * 3
+
+    x = torch.randn(8)
+    close(fn(x.to("tpu")), (x * 2 + 1) * 3)
+
+
+def test_graph_breaks_run_each_piece(eager_mode: str) -> None:
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(x) + 1
+        if y.sum().item() > 0:  # a data-dependent branch: Dynamo breaks the graph here
+            y = y * 2
+        torch._dynamo.graph_break()
+        return torch.softmax(y, dim=-1)
+
+    x = torch.randn(4, 5)
+    compiled = torch.compile(fn, backend="tpu")
+    close(compiled(x.to("tpu")), fn(x))
+    close(compiled(-x.abs().to("tpu") - 5), fn(-x.abs() - 5))
+
+
+def test_in_place_ops_and_views(eager_mode: str) -> None:
+    def fn(x: torch.Tensor, buf: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        buf.add_(1)  # a mutated input is written back
+        t = x.t()
+        t[0].mul_(3)  # through a view of the input
+        x[:, 1:3] = buf[:2].unsqueeze(0)
+        return x.view(-1)[::2], t.sum(0)
+
+    x, buf = torch.randn(4, 5), torch.randn(3)
+    bx, bbuf = x.to("tpu"), buf.to("tpu")
+    expected = fn(x, buf)
+    actual = torch.compile(fn, backend="tpu")(bx, bbuf)
+    for a, e in zip(actual, expected, strict=True):
+        close(a, e)
+    close(bx, x)
+    close(bbuf, buf)
+
+
+def test_dropout_under_compile_keeps_its_mask_for_backward(eager_mode: str) -> None:
+    p = 0.3
+
+    @torch.compile(backend="tpu")
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        return F.dropout(x, p=p, training=True) * 2
+
+    x = torch.ones(64, 64, device="tpu", requires_grad=True)
+    torch.tpu.manual_seed(7)
+    y = fn(x)
+    y.sum().backward()
+    kept = (y != 0).cpu()
+    assert 0.6 < kept.float().mean().item() < 0.8
+    close(y.detach(), kept.float() * 2 / (1 - p))
+    close(x.grad, kept.float() * 2 / (1 - p))
+    torch.tpu.manual_seed(7)
+    close(fn(x).detach(), y.detach().cpu())  # the same seed draws the same mask
+
+
+def test_no_grad_and_inference_mode(eager_mode: str) -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 8), nn.GELU(), nn.Linear(8, 2))
+    compiled = torch.compile(model.to("tpu"), backend="tpu")
+    x = torch.randn(3, 6)
+    with torch.no_grad():
+        expected = model.cpu()(x)
+        model.to("tpu")
+        out = compiled(x.to("tpu"))
+        assert not out.requires_grad
+        close(out, expected, rtol=1e-5, atol=1e-6)
+    with torch.inference_mode():
+        out = compiled(x.to("tpu"))
+        assert out.is_inference()
+        close(out, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_autocast_inside_a_compiled_function() -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+    x = torch.randn(8, 16)
+
+    def fn(m: nn.Module, t: torch.Tensor, device: str) -> torch.Tensor:
+        with torch.autocast(device, dtype=torch.bfloat16):
+            return m(t)
+
+    expected = fn(model, x, "cpu")
+    compiled = torch.compile(fn, backend="tpu")
+    out = compiled(model.to("tpu"), x.to("tpu"), "tpu")
+    assert out.dtype == torch.bfloat16
+    close(out, expected, rtol=2e-2, atol=2e-2)
+
+
+def test_compiled_optimizer_step_matches_cpu(eager_mode: str) -> None:
+    def run(device: str, compiled: bool) -> list[torch.Tensor]:
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 2)).to(device)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+
+        def step() -> None:
+            opt.step()
+
+        do_step = torch.compile(step, backend="tpu") if compiled else step
+        gen = torch.Generator().manual_seed(1)
+        for _ in range(3):
+            x = torch.randn(4, 8, generator=gen).to(device)
+            opt.zero_grad()
+            model(x).pow(2).mean().backward()
+            do_step()
+        return [p.detach().cpu() for p in model.parameters()]
+
+    for a, b in zip(run("tpu", True), run("cpu", False), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_new_shapes_recompile_once_and_are_cached() -> None:
+    graphs: list[int] = []
+
+    def counting(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+        graphs.append(len(gm.graph.nodes))
+        return torch_tpu.compile.backend(gm, example_inputs)
+
+    fn = torch.compile(lambda t: torch.sigmoid(t) * t, backend=counting, dynamic=False)
+    for shape in [(4, 4), (4, 4), (2, 8), (2, 8), (4, 4)]:
+        x = torch.randn(shape)
+        close(fn(x.to("tpu")), torch.sigmoid(x) * x)
+    assert len(graphs) == 2
+
+
+def test_dynamic_shapes_run_one_graph_for_every_size(eager_mode: str) -> None:
+    graphs: list[int] = []
+
+    def counting(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+        graphs.append(len(gm.graph.nodes))
+        return torch_tpu.compile.backend(gm, example_inputs)
+
+    def fn(t: torch.Tensor) -> torch.Tensor:
+        return F.layer_norm(t, t.shape[-1:]) * 3
+
+    dynamic = torch.compile(fn, backend=counting, dynamic=True)
+    marked = torch.compile(fn, backend=counting)
+    for n in (3, 5, 9):
+        x = torch.randn(n, 6)
+        close(dynamic(x.to("tpu")), fn(x), rtol=1e-5, atol=1e-5)
+        on_tpu = x.to("tpu")
+        torch._dynamo.mark_dynamic(on_tpu, 0)
+        close(marked(on_tpu), fn(x), rtol=1e-5, atol=1e-5)
+    assert len(graphs) == 2  # one for each compiled function, whatever the size
+
+
+def test_an_op_without_a_native_kernel_becomes_a_fallback_island(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        return torch.special.bessel_j0(x * 2) + 1  # bessel_j0 has no native kernel
+
+    x = torch.randn(10)
+    torch.tpu.reset_op_stats()
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        close(torch.compile(fn, backend="tpu")(x.to("tpu")), fn(x), rtol=1e-5, atol=1e-6)
+    assert any("bessel_j0" in op for op in torch.tpu.fallback_stats())
+    # Complex numbers are not stored natively either: they run on the host, the same way.
+    c = torch.randn(6, dtype=torch.complex64)
+    close(torch.compile(lambda t: t * t.conj(), backend="tpu")(c.to("tpu")), c * c.conj())
+
+
+def test_a_compiled_graph_that_cannot_run_raises_and_the_process_goes_on() -> None:
+    code = """
+import torch
+fn = torch.compile(lambda t: torch.special.bessel_j0(t) + 1, backend="tpu")
+try:
+    fn(torch.ones(3, device="tpu"))
+except NotImplementedError as e:
+    assert "bessel_j0" in str(e), e
+    print("raised")
+ok = torch.compile(lambda t: t * 2, backend="tpu")(torch.ones(3, device="tpu"))
+assert ok.cpu().tolist() == [2.0, 2.0, 2.0]
+print("usable")
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "TORCH_TPU_CPU_FALLBACK": "0"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split() == ["raised", "usable"]
+
+
+def test_torchtpu_eager_mode_names() -> None:
+    try:
+        torch.tpu.set_eager_mode(torch.tpu.EagerMode.DEFER_AND_FUSE)
+        assert torch.tpu.get_eager_mode() == "fused" == torch.tpu.EagerMode.DEFER_AND_FUSE
+        torch.tpu.set_eager_mode("DEFER_NEVER_AND_LAUNCH_BLOCKING")
+        assert torch.tpu.get_eager_mode() == "debug"
+        with torch.tpu.eager_mode(torch.tpu.EagerMode.DEFER_NEVER):
+            assert torch.tpu.get_eager_mode() == "strict"
+        with pytest.raises(ValueError, match="DEFER_AND_FUSE"):
+            torch.tpu.set_eager_mode("DEFER_SOMETIMES")
+    finally:
+        torch.tpu.set_eager_mode("strict")
