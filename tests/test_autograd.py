@@ -332,3 +332,32 @@ def test_native_ops_are_differentiable_on_tpu(op: str) -> None:
     assert torch._C._dispatch_has_kernel_for_dispatch_key(
         op, "Autograd"
     ) or torch._C._dispatch_has_kernel_for_dispatch_key(op, "AutogradPrivateUse1")
+
+
+def test_autograd_threads_let_go_of_python_callbacks_at_exit(eager_mode: str) -> None:
+    """A backward's final callback (FSDP2 queues one) lives in the graph task, which autograd's
+    tpu thread may still hold after backward returns; releasing it needs the GIL, fatal while the
+    interpreter finalizes. The exit handler makes the thread let go first."""
+    import weakref
+
+    from torch.autograd import Variable
+
+    class Callback:
+        def __call__(self) -> None:
+            pass
+
+    refs: list[weakref.ref] = []
+
+    def queue(grad: torch.Tensor) -> torch.Tensor:
+        callback = Callback()
+        refs.append(weakref.ref(callback))
+        Variable._execution_engine.queue_callback(callback)
+        return grad
+
+    x = torch.ones(3, device=DEV, requires_grad=True)
+    y = x * 2
+    y.register_hook(queue)
+    y.sum().backward()
+    torch.tpu._drain_autograd_threads()
+    assert len(refs) == 1 and refs[0]() is None
+    torch.testing.assert_close(x.grad.cpu(), torch.full((3,), 2.0))

@@ -8,6 +8,7 @@ Nothing starts a thread or reserves memory until the device is first used.
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import os
 from pathlib import Path
@@ -40,6 +41,8 @@ def _register() -> None:
 
     torch.utils.rename_privateuse1_backend("tpu")
     torch._register_device_module("tpu", device_module)
+    # Registered first, so that it runs after every later atexit handler.
+    atexit.register(device_module._drain_autograd_threads)
     torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
     _hand_over_blas()
     if torch.distributed.is_available():

@@ -112,6 +112,21 @@ def init() -> None:
     _lazy_init()
 
 
+def _drain_autograd_threads() -> None:
+    """At interpreter exit: makes autograd's thread of each chip let go of its last graph task.
+
+    That thread may still hold the last backward's graph task when the main thread exits; the
+    task's final callbacks can be Python objects (FSDP2 queues one), whose release takes the GIL,
+    and a thread taking it while the interpreter finalizes is torn down mid-call
+    (std::terminate). A tiny backward on the chip runs on the same thread after that task's
+    iteration ended, so the task is gone when it returns."""
+    if not is_initialized():
+        return
+    for index in range(device_count()):
+        x = torch.zeros((), device=torch.device("tpu", index), requires_grad=True)
+        torch.autograd.grad(x * 2, x)
+
+
 def current_device() -> int:
     """Index of the calling thread's current tpu device."""
     _lazy_init()
