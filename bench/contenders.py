@@ -63,8 +63,15 @@ TPU_MODES = tuple(
     Contender(f"tpu-{m}", f"tpu {m}", f"tpu eager mode {m!r}, AdamW() defaults", "tpu", m)
     for m in EAGER_MODES
 )
+# As for CPU compile: the model compiled, fused AdamW; the eager mode around it is the default.
 TPU_COMPILE = Contender(
-    "tpu-compile", "tpu compile", 'tpu torch.compile(model, backend="tpu")', "tpu", None, "tpu"
+    "tpu-compile",
+    "tpu compile",
+    'tpu torch.compile(model, backend="tpu"), AdamW(fused=True), strict eager mode around it',
+    "tpu",
+    "strict",
+    "tpu",
+    {"fused": True},
 )
 TPU_DEFAULT = Contender(
     "tpu", "tpu", "tpu in its default eager mode (no set_eager_mode yet)", "tpu"

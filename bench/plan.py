@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-SECTIONS = ("limits", "ops", "models", "timesplit", "pjrt", "dist")
+SECTIONS = ("limits", "ops", "models", "timesplit", "pjrt", "dist", "compile")
 
 
 @dataclass(frozen=True)

@@ -333,6 +333,10 @@ def render(doc: Doc) -> str:
         from bench.dist import render as dist_table
 
         parts.append(dist_table(doc["dist"]))
+    if doc.get("compile"):
+        from bench.compile_start import render as compile_table
+
+        parts.append(compile_table(doc["compile"]))
     if doc["ops"]:
         parts.append(ops_table(doc, fn))
     legend = "\n".join(f"- {c['short']}: {c['label']}" for c in doc["contenders"])

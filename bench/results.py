@@ -149,6 +149,20 @@ def dist_errors(section: Any) -> list[str]:
     return errs
 
 
+def compile_errors(section: Any) -> list[str]:
+    """The compile section (bench.compile_start.run), absent from runs that did not select it."""
+    if section is None or (isinstance(section, dict) and section.get("status") == "n/a"):
+        return [] if section is None or section.get("reason") else ["compile: n/a without a reason"]
+    errs = []
+    for phase in ("cold", "warm"):
+        r = section.get(phase) if isinstance(section, dict) else None
+        if not isinstance(r, dict):
+            errs.append(f"compile.{phase}: missing")
+            continue
+        errs += _field_errors(f"compile.{phase}", r, ("first_s", "steady_s", "compile_s"), ())
+    return errs
+
+
 def validate(doc: Any) -> list[str]:
     """Every structural problem of `doc`; empty when it matches the schema."""
     if not isinstance(doc, dict):
@@ -184,6 +198,7 @@ def validate(doc: Any) -> list[str]:
             errs += outcome_errors(f"ops[{i}].results.{n}", row.get("results", {}).get(n))
     errs += pjrt_errors(doc.get("pjrt"))
     errs += dist_errors(doc.get("dist"))
+    errs += compile_errors(doc.get("compile"))
     for i, row in enumerate(doc["models"]):
         if row.get("task") not in ("train", "infer"):
             errs.append(f"models[{i}].task: {row.get('task')!r}")

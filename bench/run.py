@@ -51,8 +51,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     g.add_argument("--full", action="store_true", help="more repetitions, every memory probe")
     p.add_argument(
         "--only",
-        help="comma list of sections limits|ops|models|timesplit|pjrt|dist, each optionally "
-        "SECTION:SUBSTRING to filter, e.g. ops:gemm,models:gpt-tiny",
+        help="comma list of sections limits|ops|models|timesplit|pjrt|dist|compile, each "
+        "optionally SECTION:SUBSTRING to filter, e.g. ops:gemm,models:gpt-tiny",
     )
     p.add_argument("--out", type=Path, help="results directory (default bench/results)")
     p.add_argument("--no-plots", action="store_true")
@@ -142,6 +142,12 @@ def main(argv: list[str]) -> int:
 
         log(f"dist: all_reduce on {dist.WORLD} ranks, Gloo and tpu_dist, 4 KiB to 256 MiB")
         dist_section = dist.run(log=log)
+    compile_section: dict[str, object] | None = None
+    if p.wants("compile"):
+        from bench import compile_start
+
+        log(f'compile: torch.compile(backend="tpu") on {compile_start.MODEL}, cold and warm')
+        compile_section = compile_start.run(log=log)
     if p.wants("limits"):
         log("limits again: the roofs are the best repetitions over both passes")
         merge(limits, measure_limits(threads, quick=p.mode == "quick"))
@@ -202,6 +208,7 @@ def main(argv: list[str]) -> int:
         "timesplit": split,
         "pjrt": pjrt_section,
         "dist": dist_section,
+        "compile": compile_section,
         "notes": NOTES,
     }
     doc["runtime_s"] = round(time.perf_counter() - t_start, 1)

@@ -326,3 +326,24 @@ def test_pjrt_section_validates_and_renders() -> None:
     assert any("pjrt-strict.median_s" in e for e in errs) and any(
         "without a reason" in e for e in errs
     )
+
+
+def test_compile_section_validates_and_renders() -> None:
+    cold = {"first_s": 10.0, "steady_s": 2.0, "compile_s": 8.0}
+    warm = {"first_s": 4.0, "steady_s": 2.0, "compile_s": 2.0}
+    d = doc()
+    d["compile"] = {
+        "status": "ok",
+        "model": "gpt-small",
+        "cold": cold,
+        "warm": warm,
+        "warm_vs_cold": 0.25,
+    }
+    assert validate(d) == []
+    text = render(d)
+    assert "compile time of gpt-small train" in text and "25% of the cold time" in text
+    broken = copy.deepcopy(d)
+    del broken["compile"]["warm"]["compile_s"]
+    assert validate(broken) == ["compile.warm.compile_s: missing or not a number"]
+    broken["compile"] = {"status": "n/a"}
+    assert validate(broken) == ["compile: n/a without a reason"]
