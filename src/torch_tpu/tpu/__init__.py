@@ -112,19 +112,33 @@ def init() -> None:
     _lazy_init()
 
 
+# The exit drain's leaf and gradient per chip, kept for the process: its own graph task must not
+# hold the last reference to a tensor Python has seen (freeing that one's Python object needs the
+# GIL too).
+_drain_tensors: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+
+
 def _drain_autograd_threads() -> None:
     """At interpreter exit: makes autograd's thread of each chip let go of its last graph task.
 
-    That thread may still hold the last backward's graph task when the main thread exits; the
-    task's final callbacks can be Python objects (FSDP2 queues one), whose release takes the GIL,
-    and a thread taking it while the interpreter finalizes is torn down mid-call
-    (std::terminate). A tiny backward on the chip runs on the same thread after that task's
-    iteration ended, so the task is gone when it returns."""
+    That thread may still hold the last backward's graph task when the main thread exits. The
+    task holds Python objects (the contextvars context torch.autograd.backward stashes for it, and
+    final callbacks such as FSDP2's), whose release takes the GIL, and a thread taking it while
+    the interpreter finalizes is torn down mid-call (std::terminate). A tiny backward on the chip
+    runs on the same thread after that task's iteration ended, so the task is gone when it
+    returns; the tiny one holds nothing of Python's: it calls the engine directly (no stashed
+    context), and its leaf and gradient outlive it."""
     if not is_initialized():
         return
+    from torch.autograd import Variable
+
     for index in range(device_count()):
-        x = torch.zeros((), device=torch.device("tpu", index), requires_grad=True)
-        torch.autograd.grad(x * 2, x)
+        if index not in _drain_tensors:
+            device = torch.device("tpu", index)
+            leaf = torch.zeros((), device=device, requires_grad=True)
+            _drain_tensors[index] = (leaf, torch.ones((), device=device))
+        leaf, grad = _drain_tensors[index]
+        Variable._execution_engine.run_backward((leaf * 2,), (grad,), False, False, (), True, True)
 
 
 def current_device() -> int:
