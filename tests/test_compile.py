@@ -81,9 +81,34 @@ def test_backend_is_listed_and_bad_options_raise() -> None:
     x = torch.randn(3, device="tpu")
     with pytest.raises(Exception, match="mode must be one of"):
         torch.compile(torch.sin, backend="tpu", mode="fastest")(x)
-    with pytest.raises(Exception, match="takes no options"):
+    with pytest.raises(Exception, match="takes only the option"):
         torch.compile(torch.sin, backend="tpu", options={"unroll": True})(x)
+    with pytest.raises(Exception, match=r"must be a number in \(0, 1\]"):
+        torch.compile(torch.sin, backend="tpu", options={"activation_memory_budget": 2})(x)
     close(torch.compile(torch.sin, backend="tpu")(x), torch.sin(x.cpu()))
+
+
+def test_activation_memory_budget_trades_saved_results_for_recomputation() -> None:
+    def fn(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return (torch.tanh(torch.sigmoid(x @ w) * 3).exp() @ w.t()).sum()
+
+    x, w = torch.randn(256, 256), torch.randn(256, 256)
+    cx, cw = x.clone().requires_grad_(), w.clone().requires_grad_()
+    fn(cx, cw).backward()
+    kept = {}
+    for budget in (1.0, 0.2):
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, backend="tpu", options={"activation_memory_budget": budget})
+        tx, tw = x.to("tpu").requires_grad_(), w.to("tpu").requires_grad_()
+        torch.tpu.synchronize()
+        before = torch.tpu.memory_allocated()
+        out = compiled(tx, tw)
+        torch.tpu.synchronize()
+        kept[budget] = torch.tpu.memory_allocated() - before  # what forward keeps for backward
+        out.backward()
+        close(tx.grad, cx.grad, rtol=1e-4, atol=1e-4)
+        close(tw.grad, cw.grad, rtol=1e-4, atol=1e-4)
+    assert kept[0.2] < kept[1.0], kept
 
 
 def test_device_interface_is_torch_tpu() -> None:
