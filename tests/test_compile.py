@@ -336,3 +336,19 @@ def test_torchtpu_eager_mode_names() -> None:
             torch.tpu.set_eager_mode("DEFER_SOMETIMES")
     finally:
         torch.tpu.set_eager_mode("strict")
+
+
+def test_gpt_with_dynamic_shapes_matches_cpu() -> None:
+    """Attention's backend choice sees symbolic sizes when Dynamo makes a graph dynamic (a second
+    model of the same class with other sizes, or dynamic=True)."""
+    from bench.models import GPT
+
+    torch.manual_seed(0)
+    model = GPT(test_models.GPT_TEST)
+    compiled = torch.compile(model.to("tpu"), backend="tpu", dynamic=True)
+    for seq in (16, 24):
+        idx = torch.randint(test_models.GPT_TEST.vocab, (2, seq + 1))
+        loss = compiled(idx[:, :-1].to("tpu"), idx[:, 1:].to("tpu"))
+        expected = model.cpu()(idx[:, :-1], idx[:, 1:])
+        model.to("tpu")
+        torch.testing.assert_close(loss.cpu(), expected, rtol=1e-4, atol=1e-5)

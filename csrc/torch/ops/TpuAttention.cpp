@@ -40,12 +40,14 @@ bool kernel_covers(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
       v.scalar_type() != q.scalar_type()) {
     return false;
   }
-  const int64_t B = q.size(0), Hq = q.size(1), Hk = k.size(1);
-  if (k.size(0) != B || v.size(0) != B || v.size(1) != Hk || k.size(2) != v.size(2) ||
-      k.size(3) != q.size(3) || Hk == 0 || (Hq != Hk && !(enable_gqa && Hq % Hk == 0))) {
+  // Symbolic sizes: torch.compile asks with dynamic shapes too (each comparison is a guard).
+  const c10::SymInt B = q.sym_size(0), Hq = q.sym_size(1), Hk = k.sym_size(1);
+  if (k.sym_size(0) != B || v.sym_size(0) != B || v.sym_size(1) != Hk ||
+      k.sym_size(2) != v.sym_size(2) || k.sym_size(3) != q.sym_size(3) || Hk == 0 ||
+      (Hq != Hk && !(enable_gqa && Hq % Hk == 0))) {
     return false;
   }
-  if (q.numel() == 0 || k.numel() == 0 || v.numel() == 0) {
+  if (q.sym_numel() == 0 || k.sym_numel() == 0 || v.sym_numel() == 0) {
     return false;
   }
   if (mask.has_value() && mask->defined()) {
@@ -53,10 +55,10 @@ bool kernel_covers(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
     if (m.is_nested() || m.dim() > 4 || m.device() != q.device()) {
       return false;
     }
-    const int64_t full[4] = {B, Hq, q.size(2), k.size(2)};
+    const c10::SymInt full[4] = {B, Hq, q.sym_size(2), k.sym_size(2)};
     for (int64_t d = 0; d < m.dim(); d++) {
-      int64_t size = m.size(m.dim() - 1 - d), want = full[3 - d];
-      if (size != want && size != 1) {
+      const c10::SymInt& size = m.sym_size(m.dim() - 1 - d);
+      if (size != full[3 - d] && size != 1) {
         return false;
       }
     }
