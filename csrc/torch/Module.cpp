@@ -280,6 +280,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_begin_op_trace", [] { return tpu_op_trace_begin(); });
   m.def("_end_op_trace", &end_op_trace);
   m.def("_launch_blocking", [] { return tpu_launch_blocking(); });
+  m.def("_backward_ran", &backward_ran);
 
   // Test hook: queues work that sleeps on the current stream, so tests can hold later work back
   // deterministically and provoke the hazards of asynchronous execution.

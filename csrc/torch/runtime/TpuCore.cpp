@@ -5,6 +5,8 @@
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/graph_task.h>
 
+#include <atomic>
+
 #include "runtime/TpuStreams.h"
 
 #include "core/include/tpu.h"
@@ -224,10 +226,26 @@ class LaunchBlocking {
   int saved_;
 };
 
+// Set once an op ran in a backward pass: autograd then has a thread for the chip (see
+// backward_ran in the header).
+std::atomic<bool> backward_seen{false};
+
+void note_backward() {
+  if (!backward_seen.load(std::memory_order_relaxed) &&
+      torch::autograd::get_current_graph_task_id() != -1) {
+    backward_seen.store(true, std::memory_order_relaxed);
+  }
+}
+
 } // namespace
+
+bool backward_ran() {
+  return backward_seen.load(std::memory_order_relaxed);
+}
 
 void launch(c10::DeviceIndex device, tpu_op_call* call) {
   follow_torch_threads();
+  note_backward();
   tpu_stream* stream = current_core_stream(device);
   tpu_eager_mode mode = eager_mode_for(stream);
   LaunchBlocking blocking(mode);
@@ -254,6 +272,7 @@ void launch(c10::DeviceIndex device, tpu_op_call* call) {
 
 void launch_sync(c10::DeviceIndex device, tpu_op_call* call) {
   follow_torch_threads();
+  note_backward();
   tpu_stream* stream = current_core_stream(device);
   LaunchBlocking blocking(eager_mode_for(stream));
   tpu_status st = tpu_fused_flush(stream, TPU_CUT_HOST_READ);

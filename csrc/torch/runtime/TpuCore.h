@@ -52,6 +52,10 @@ tpu_eager_mode eager_mode_for(tpu_stream* stream);
 // Cuts the open fused graphs of `device` and waits for all its streams; throws the first error.
 void synchronize_device(c10::DeviceIndex device);
 
+// True once an op was launched from a backward pass, i.e. autograd has started a thread for a
+// chip (torch.tpu's exit drain is needed only then).
+bool backward_ran();
+
 // Launches `call` on the current stream of `device` (in fused mode: records it in the stream's
 // open graph); throws on a synchronous error.
 void launch(c10::DeviceIndex device, tpu_op_call* call);

@@ -128,9 +128,12 @@ def _drain_autograd_threads() -> None:
     runs on the same thread after that task's iteration ended, so the task is gone when it
     returns; the tiny one holds nothing of Python's: it calls the engine directly (no stashed
     context), and its leaf and gradient outlive it."""
-    if not is_initialized():
+    if not is_initialized() or not _C._backward_ran():
         return
     from torch.autograd import Variable
+
+    set_debug_op_trace(False)  # the drain's ops are not the program's
+    set_debug_nan_check(False)
 
     for index in range(device_count()):
         if index not in _drain_tensors:
