@@ -3,11 +3,13 @@ functions to fused graphs whose results match PyTorch CPU eager, in every eager 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import warnings
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 import test_models
@@ -352,3 +354,36 @@ def test_gpt_with_dynamic_shapes_matches_cpu() -> None:
         expected = model.cpu()(idx[:, :-1], idx[:, 1:])
         model.to("tpu")
         torch.testing.assert_close(loss.cpu(), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_a_second_process_loads_the_traced_graphs_from_the_cache(tmp_path: Path) -> None:
+    """AOTAutograd's bundled cache: the forward and backward graphs of the first process are on
+    disk, and the second process runs them (as fused graphs) without tracing them again."""
+    code = f"""
+import json, sys, torch
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from test_models import CASES
+build, make_batch = CASES["gpt"]
+torch.manual_seed(0)
+model = build().to("tpu")
+x, y = make_batch(torch.Generator().manual_seed(1))
+loss = torch.compile(model, backend="tpu")(x.to("tpu"), y.to("tpu"))
+loss.backward()
+counters = torch._dynamo.utils.counters["aot_autograd"]
+print(json.dumps(dict(loss=loss.item(), grad=model.head.weight.grad.sum().item(),
+                      hit=counters["autograd_cache_hit"], saved=counters["autograd_cache_saved"],
+                      compiled=torch.tpu.fused_stats()["flushes"].get("compiled", 0))))
+"""
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "cache")}
+    runs = []
+    for _ in range(2):
+        out = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+        )
+        assert out.returncode == 0, out.stderr[-3000:]
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    cold, warm = runs
+    assert cold["saved"] == 1 and cold["hit"] == 0
+    assert warm["hit"] == 1 and warm["saved"] == 0
+    assert warm["compiled"] == cold["compiled"] == 2  # forward and backward, as fused graphs
+    assert warm["loss"] == cold["loss"] and warm["grad"] == cold["grad"]

@@ -9,6 +9,7 @@ the compile cache by its structure and queued on the stream as one work item. A 
 the same shapes hits the cache: nothing is planned again. An op without a native kernel becomes a
 fallback island (counted in ``torch.tpu.fallback_stats()``, warned once): the graph is cut around
 it and the op runs on the CPU. On the PJRT driver each cut graph is one StableHLO module.
+AOTAutograd's bundled cache keeps the traced graphs on disk for later processes.
 
 ``torch.compile(model)`` with Inductor, PyTorch's default, would hand tpu graphs to Inductor's
 Pallas code generator (which needs JAX); a graph that touches a tpu tensor is routed to the
@@ -22,8 +23,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
-
-from . import _C
 
 # torch.compile's modes: Inductor's tuning and CUDA graphs have no meaning here, so every mode
 # runs the same plan.
@@ -60,24 +59,20 @@ def _graph_device(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> to
     return None
 
 
-def _runner(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
-    """AOTAutograd's compiler for one ATen graph (forward or backward): runs it as one fused graph
-    on the device of its tpu inputs. It takes AOTAutograd's boxed calling convention (one list,
-    cleared once read), so that an input the graph reads for the last time (a saved activation in
-    backward) dies while the graph is recorded and its memory returns at its last reader."""
+def _runner(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Any:
+    """AOTAutograd's compiler for one ATen graph (forward or backward): a CompiledGraph that runs
+    it as one fused graph on the device of its tpu inputs. The graph takes AOTAutograd's boxed
+    calling convention (one list, cleared once read), so that an input the graph reads for the
+    last time (a saved activation in backward) dies while the graph is recorded and its memory
+    returns at its last reader."""
     from torch.fx.graph import _BoxedCodeGen
 
+    from ._compiled_graph import CompiledGraph
+
     device = _graph_device(gm, example_inputs)
-    index = device.index if device is not None and device.index is not None else None
     gm.graph.set_codegen(_BoxedCodeGen())
     gm.recompile()
-
-    def run(args: list[Any]) -> Any:
-        with _C._CompiledRegion(torch.tpu.current_device() if index is None else index):
-            return gm(args)
-
-    run._boxed_call = True  # type: ignore[attr-defined]
-    return run
+    return CompiledGraph(gm=gm, device_index=None if device is None else device.index)
 
 
 def _partition(joint: torch.fx.GraphModule, joint_inputs: Any, **kwargs: Any) -> Any:
@@ -99,11 +94,15 @@ def _partition(joint: torch.fx.GraphModule, joint_inputs: Any, **kwargs: Any) ->
 @functools.cache
 def _aot_backend() -> Callable[..., Any]:
     from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch._aot_autograd.schemas import SerializableAOTDispatchCompiler
 
+    from ._compiled_graph import CompiledGraph
+
+    compiler = SerializableAOTDispatchCompiler(CompiledGraph, _runner)
     return aot_autograd(
-        fw_compiler=_runner,
-        bw_compiler=_runner,
-        inference_compiler=_runner,
+        fw_compiler=compiler,
+        bw_compiler=compiler,
+        inference_compiler=compiler,
         partition_fn=_partition,
     )
 
@@ -130,7 +129,15 @@ def backend(
     register_device_interface()
     from torch._functorch import config
 
-    with config.patch(activation_memory_budget=float(budget)):
+    # AOTAutograd's bundled cache keeps the traced and partitioned graphs on disk (under
+    # TORCHINDUCTOR_CACHE_DIR), so another process skips that work; the backward graph is
+    # partitioned now rather than at the first backward, so that it is saved with the forward.
+    with config.patch(
+        activation_memory_budget=float(budget),
+        enable_autograd_cache=True,
+        bundled_autograd_cache=True,
+        force_non_lazy_backward_lowering=True,
+    ):
         return _aot_backend()(gm, example_inputs)
 
 
