@@ -2,10 +2,13 @@
 
 A fresh process compiles the model and runs its first training steps with every cache directory
 empty (cold: TORCH_TPU_CACHE_DIR and PyTorch's TORCHINDUCTOR_CACHE_DIR, which holds the
-AOTAutograd and FX graph caches, both in a new temporary directory); then a second process does the
-same and finds the first one's files there (warm). Each process reports its first step (Dynamo's
-tracing, AOTAutograd, planning and the step itself) and its median steady step; the compile time
-is the difference.
+AOTAutograd, FX graph and Dynamo caches, both in a new temporary directory); then a second process
+does the same and finds the first one's files there (warm). Each process reports its first step
+(Dynamo's tracing, AOTAutograd, planning and the step itself) and its median steady step; the
+compile time is the difference. The pair runs twice: as by default (Dynamo traces the Python code
+in every process, AOTAutograd's cache gives the graphs) and with Dynamo's caching precompile on
+(the cold process saves its caches with torch.compiler.save_cache_artifacts; the warm one gets the
+guarded code and the compiled graphs from Dynamo's cache and traces nothing).
 
     python -m bench.compile_start [--model gpt-small]
 """
@@ -32,9 +35,10 @@ STEADY_STEPS = 3
 WARM_TARGET = 0.3  # the issue's bound: warm compile time at most this share of the cold one
 
 
-def child(model: str) -> dict[str, float]:
+def child(model: str, precompile: bool) -> dict[str, float]:
     """In the measured process: the first step's and the steady steps' wall times."""
     torch.set_num_threads(2)
+    torch._dynamo.config.caching_precompile = precompile
     m = build_model(model, 0).to("tpu")
     fn = torch.compile(m, backend="tpu")
     opt = torch.optim.AdamW(m.parameters(), lr=1e-3, fused=True)
@@ -50,22 +54,39 @@ def child(model: str) -> dict[str, float]:
         opt.zero_grad(set_to_none=True)
         torch.tpu.synchronize()
         times.append(time.perf_counter() - t0)
+    if precompile:
+        torch.compiler.save_cache_artifacts()
     steady = statistics.median(times[1:])
     return {"first_s": times[0], "steady_s": steady, "compile_s": max(times[0] - steady, 0.0)}
 
 
 def run(model: str = MODEL, log: Any = print) -> dict[str, Any]:
+    """The default pair (its cold and warm processes at the top level) and the precompile pair
+    (under "precompile")."""
+    out: dict[str, Any] = {"model": model}
+    for precompile in (False, True):
+        pair = _pair(model, precompile, log)
+        if pair.get("status") == "n/a":
+            return pair
+        out.update(pair) if not precompile else out.update(precompile=pair)
+    out["status"] = "ok"
+    return out
+
+
+def _pair(model: str, precompile: bool, log: Any) -> dict[str, Any]:
     """Cold then warm: two processes sharing one new set of cache directories."""
+    name = "precompile" if precompile else "default"
+    out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="bench-compile-") as root:
         env = {
             **os.environ,
             "TORCH_TPU_CACHE_DIR": os.path.join(root, "torch_tpu"),
             "TORCHINDUCTOR_CACHE_DIR": os.path.join(root, "inductor"),
         }
-        out: dict[str, Any] = {"model": model}
         for phase in ("cold", "warm"):
+            command = ["--child", model] + (["--precompile"] if precompile else [])
             done = subprocess.run(
-                [sys.executable, "-m", "bench.compile_start", "--child", model],
+                [sys.executable, "-m", "bench.compile_start", *command],
                 env=env,
                 capture_output=True,
                 text=True,
@@ -73,10 +94,9 @@ def run(model: str = MODEL, log: Any = print) -> dict[str, Any]:
             )
             if done.returncode != 0:
                 tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-                return {"status": "n/a", "reason": f"{phase} process failed: {tail}"}
+                return {"status": "n/a", "reason": f"{name} {phase} process failed: {tail}"}
             out[phase] = json.loads(done.stdout.strip().splitlines()[-1])
-            log(f"compile: {model} {phase} first step {out[phase]['first_s']:.2f} s")
-    out["status"] = "ok"
+            log(f"compile: {model} {name} {phase} first step {out[phase]['first_s']:.2f} s")
     cold = out["cold"]["compile_s"]
     out["warm_vs_cold"] = out["warm"]["compile_s"] / cold if cold > 0 else None
     return out
@@ -85,13 +105,16 @@ def run(model: str = MODEL, log: Any = print) -> dict[str, Any]:
 def render(section: dict[str, Any]) -> str:
     if section.get("status") != "ok":
         return f"compile start: n/a ({section.get('reason')})\n"
-    cold, warm, share = section["cold"], section["warm"], section["warm_vs_cold"]
-    header = ["process", "first step", "steady step", "compile time (first - steady)"]
-    rows = [
-        [phase, fmt_s(r["first_s"]), fmt_s(r["steady_s"]), fmt_s(r["compile_s"])]
-        for phase, r in (("cold", cold), ("warm", warm))
-    ]
-    verdict = "n/a" if share is None else f"{share:.0%} of the cold time ({fmt_ratio(share)})"
+    header = ["Dynamo", "process", "first step", "steady step", "compile time (first - steady)"]
+    header.append("of cold")
+    rows = []
+    pairs = [("traces", section), ("precompile", section.get("precompile"))]
+    for name, pair in pairs:
+        for phase in ("cold", "warm") if pair else ():
+            r = pair[phase]
+            times = [fmt_s(r["first_s"]), fmt_s(r["steady_s"]), fmt_s(r["compile_s"])]
+            share = _share(pair["warm_vs_cold"]) if phase == "warm" else ""
+            rows.append([name, phase, *times, share])
     return "\n".join(
         [
             f'### torch.compile(backend="tpu"): compile time of {section["model"]} train, cold and '
@@ -99,20 +122,29 @@ def render(section: dict[str, Any]) -> str:
             "",
             md_table(header, rows),
             "",
-            f"A second process with the first one's cache directories compiles in {verdict}; "
-            f"the target is at most {WARM_TARGET:.0%}.",
+            "cold: empty cache directories; warm: a second process with the cold one's. "
+            "traces: as by default, Dynamo traces the code in every process and AOTAutograd's "
+            "cache gives the graphs; precompile: Dynamo's caching precompile on "
+            "(torch._dynamo.config.caching_precompile), the cold process saves its caches "
+            "(torch.compiler.save_cache_artifacts) and the warm one traces nothing. The target "
+            f"for a warm start is at most {WARM_TARGET:.0%} of the cold time.",
             "",
         ]
     )
+
+
+def _share(share: float | None) -> str:
+    return "n/a" if share is None else f"{share:.0%} ({fmt_ratio(share)})"
 
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default=MODEL, choices=sorted(MODELS))
     ap.add_argument("--child", metavar="MODEL", help=argparse.SUPPRESS)
+    ap.add_argument("--precompile", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        print(json.dumps(child(args.child)))
+        print(json.dumps(child(args.child, args.precompile)))
         return 0
     print(render(run(args.model)))
     return 0

@@ -153,13 +153,21 @@ def compile_errors(section: Any) -> list[str]:
     """The compile section (bench.compile_start.run), absent from runs that did not select it."""
     if section is None or (isinstance(section, dict) and section.get("status") == "n/a"):
         return [] if section is None or section.get("reason") else ["compile: n/a without a reason"]
+    errs = _compile_pair_errors("compile", section)
+    if isinstance(section, dict) and "precompile" in section:
+        errs += _compile_pair_errors("compile.precompile", section["precompile"])
+    return errs
+
+
+def _compile_pair_errors(where: str, pair: Any) -> list[str]:
+    """A cold and a warm process's times (bench.compile_start._pair)."""
     errs = []
     for phase in ("cold", "warm"):
-        r = section.get(phase) if isinstance(section, dict) else None
+        r = pair.get(phase) if isinstance(pair, dict) else None
         if not isinstance(r, dict):
-            errs.append(f"compile.{phase}: missing")
+            errs.append(f"{where}.{phase}: missing")
             continue
-        errs += _field_errors(f"compile.{phase}", r, ("first_s", "steady_s", "compile_s"), ())
+        errs += _field_errors(f"{where}.{phase}", r, ("first_s", "steady_s", "compile_s"), ())
     return errs
 
 

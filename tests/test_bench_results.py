@@ -331,6 +331,7 @@ def test_pjrt_section_validates_and_renders() -> None:
 def test_compile_section_validates_and_renders() -> None:
     cold = {"first_s": 10.0, "steady_s": 2.0, "compile_s": 8.0}
     warm = {"first_s": 4.0, "steady_s": 2.0, "compile_s": 2.0}
+    precompiled = {"first_s": 2.4, "steady_s": 2.0, "compile_s": 0.4}
     d = doc()
     d["compile"] = {
         "status": "ok",
@@ -338,10 +339,19 @@ def test_compile_section_validates_and_renders() -> None:
         "cold": cold,
         "warm": warm,
         "warm_vs_cold": 0.25,
+        "precompile": {"cold": cold, "warm": precompiled, "warm_vs_cold": 0.05},
     }
     assert validate(d) == []
     text = render(d)
-    assert "compile time of gpt-small train" in text and "25% of the cold time" in text
+    assert "compile time of gpt-small train" in text
+    rows = [line.replace(" ", "") for line in text.splitlines() if line.startswith("|")]
+    assert "|traces|warm|4s|2s|2s|25%(0.25×)|" in rows
+    assert "|precompile|warm|2.4s|2s|400ms|5%(0.05×)|" in rows
+    older = copy.deepcopy(d)
+    del older["compile"]["precompile"]  # runs before the precompile pair was measured
+    assert validate(older) == []
+    older["compile"]["precompile"] = {"cold": cold}
+    assert validate(older) == ["compile.precompile.warm: missing"]
     broken = copy.deepcopy(d)
     del broken["compile"]["warm"]["compile_s"]
     assert validate(broken) == ["compile.warm.compile_s: missing or not a number"]

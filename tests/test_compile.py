@@ -356,24 +356,32 @@ def test_gpt_with_dynamic_shapes_matches_cpu() -> None:
         torch.testing.assert_close(loss.cpu(), expected, rtol=1e-4, atol=1e-5)
 
 
-def test_a_second_process_loads_the_traced_graphs_from_the_cache(tmp_path: Path) -> None:
-    """AOTAutograd's bundled cache: the forward and backward graphs of the first process are on
-    disk, and the second process runs them (as fused graphs) without tracing them again."""
-    code = f"""
+_CACHED_RUN = """
 import json, sys, torch
-sys.path.insert(0, {str(Path(__file__).parent)!r})
+sys.path.insert(0, {tests!r})
 from test_models import CASES
+torch._dynamo.config.caching_precompile = {precompile}
 build, make_batch = CASES["gpt"]
 torch.manual_seed(0)
 model = build().to("tpu")
 x, y = make_batch(torch.Generator().manual_seed(1))
 loss = torch.compile(model, backend="tpu")(x.to("tpu"), y.to("tpu"))
 loss.backward()
-counters = torch._dynamo.utils.counters["aot_autograd"]
+torch.compiler.save_cache_artifacts()
+counters = torch._dynamo.utils.counters
 print(json.dumps(dict(loss=loss.item(), grad=model.head.weight.grad.sum().item(),
-                      hit=counters["autograd_cache_hit"], saved=counters["autograd_cache_saved"],
+                      hit=counters["aot_autograd"]["autograd_cache_hit"],
+                      saved=counters["aot_autograd"]["autograd_cache_saved"],
+                      traced=counters["stats"]["unique_graphs"],
+                      dynamo_hit=counters["dynamo_cache"]["dynamo_cache_hit"],
                       compiled=torch.tpu.fused_stats()["flushes"].get("compiled", 0))))
 """
+
+
+def cached_runs(tmp_path: Path, precompile: bool) -> tuple[dict[str, float], dict[str, float]]:
+    """Two processes, one after the other, compile and train the test GPT with one cache
+    directory."""
+    code = _CACHED_RUN.format(tests=str(Path(__file__).parent), precompile=precompile)
     env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "cache")}
     runs = []
     for _ in range(2):
@@ -383,7 +391,24 @@ print(json.dumps(dict(loss=loss.item(), grad=model.head.weight.grad.sum().item()
         assert out.returncode == 0, out.stderr[-3000:]
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
     cold, warm = runs
-    assert cold["saved"] == 1 and cold["hit"] == 0
-    assert warm["hit"] == 1 and warm["saved"] == 0
     assert warm["compiled"] == cold["compiled"] == 2  # forward and backward, as fused graphs
     assert warm["loss"] == cold["loss"] and warm["grad"] == cold["grad"]
+    return cold, warm
+
+
+def test_a_second_process_loads_the_traced_graphs_from_the_cache(tmp_path: Path) -> None:
+    """AOTAutograd's bundled cache: the forward and backward graphs of the first process are on
+    disk, and the second process runs them (as fused graphs) without tracing them again."""
+    cold, warm = cached_runs(tmp_path, precompile=False)
+    assert cold["saved"] == 1 and cold["hit"] == 0
+    assert warm["hit"] == 1 and warm["saved"] == 0
+    assert warm["traced"] == cold["traced"] == 1  # Dynamo traces in each process
+
+
+def test_with_caching_precompile_a_second_process_traces_nothing(tmp_path: Path) -> None:
+    """Dynamo's caching precompile: the first process saves its guarded code with the compiled
+    graphs, and the second one installs them: Dynamo traces nothing, AOTAutograd is not asked."""
+    cold, warm = cached_runs(tmp_path, precompile=True)
+    assert cold["traced"] == 1 and cold["dynamo_hit"] == 0
+    assert warm["traced"] == 0 and warm["dynamo_hit"] == 1
+    assert warm["hit"] == warm["saved"] == 0
