@@ -47,6 +47,7 @@ def test_compiled_models_train_as_cpu(eager_mode: str, name: str) -> None:
     cpu_losses, cpu_params = train(name, "cpu", None)
     torch.tpu.reset_fused_stats()
     torch.tpu.reset_op_stats()
+    torch_tpu.compile.reset_replay_stats()
     # Dynamo leaves frames with an nn.LSTM to eager unless told otherwise, as on CUDA.
     with torch._dynamo.config.patch(allow_rnn=True):
         losses, params = train(name, "tpu", {"backend": "tpu"})
@@ -56,6 +57,8 @@ def test_compiled_models_train_as_cpu(eager_mode: str, name: str) -> None:
     # Forward and backward each ran as a compiled fused graph; nothing fell back to the CPU.
     assert torch.tpu.fused_stats()["flushes"].get("compiled", 0) >= 2 * 3
     assert torch.tpu.fallback_stats() == {}
+    # The first step recorded and captured each graph; the later ones replayed them.
+    assert torch_tpu.compile.replay_stats() == {"recorded": 2, "captured": 2, "replayed": 4}
 
 
 def test_default_compiler_runs_tpu_graphs_on_backend_tpu() -> None:
@@ -184,6 +187,7 @@ def test_dropout_under_compile_keeps_its_mask_for_backward(eager_mode: str) -> N
         return F.dropout(x, p=p, training=True) * 2
 
     x = torch.ones(64, 64, device="tpu", requires_grad=True)
+    torch_tpu.compile.reset_replay_stats()
     torch.tpu.manual_seed(7)
     y = fn(x)
     y.sum().backward()
@@ -193,6 +197,8 @@ def test_dropout_under_compile_keeps_its_mask_for_backward(eager_mode: str) -> N
     close(x.grad, kept.float() * 2 / (1 - p))
     torch.tpu.manual_seed(7)
     close(fn(x).detach(), y.detach().cpu())  # the same seed draws the same mask
+    # A replay would draw the same numbers again: the forward graph records every call.
+    assert torch_tpu.compile.replay_stats().get("refused: random numbers") == 1
 
 
 def test_no_grad_and_inference_mode(eager_mode: str) -> None:
@@ -293,13 +299,64 @@ def test_an_op_without_a_native_kernel_becomes_a_fallback_island(
 
     x = torch.randn(10)
     torch.tpu.reset_op_stats()
+    torch_tpu.compile.reset_replay_stats()
     with warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
         close(torch.compile(fn, backend="tpu")(x.to("tpu")), fn(x), rtol=1e-5, atol=1e-6)
     assert any("bessel_j0" in op for op in torch.tpu.fallback_stats())
+    assert torch_tpu.compile.replay_stats().get("refused: a host read") == 1
     # Complex numbers are not stored natively either: they run on the host, the same way.
     c = torch.randn(6, dtype=torch.complex64)
     close(torch.compile(lambda t: t * t.conj(), backend="tpu")(c.to("tpu")), c * c.conj())
+
+
+def test_replay_writes_mutated_inputs_and_keeps_views_of_inputs(eager_mode: str) -> None:
+    """Later calls replay the first call's op calls: an input the graph writes is written again
+    and its version moves as in a recorded call; an output viewing an input views the new one."""
+
+    def fn(x: torch.Tensor, buf: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        buf.add_(1)
+        return x * buf.sum(), x.view(-1)[::2]
+
+    compiled = torch.compile(fn, backend="tpu")
+    torch_tpu.compile.reset_replay_stats()
+    x, buf = torch.randn(4, 5), torch.randn(3)
+    bx, bbuf = x.to("tpu"), buf.to("tpu")
+    versions = []
+    for _ in range(3):
+        before = bbuf._version
+        expected = fn(x, buf)
+        actual = compiled(bx, bbuf)
+        for a, e in zip(actual, expected, strict=True):
+            close(a, e)
+        assert actual[1].data_ptr() == bx.data_ptr()
+        close(bbuf, buf)
+        versions.append(bbuf._version - before)
+    assert versions[0] > 0 and versions[1:] == versions[:1] * 2
+    assert torch_tpu.compile.replay_stats() == {"recorded": 1, "captured": 1, "replayed": 2}
+
+
+def test_replay_refuses_inputs_laid_out_otherwise_and_records_them() -> None:
+    """Dynamo does not guard storage offsets: a view at another offset reaches the same graph,
+    whose capture then does not fit, so that call records its ops as the first did."""
+    compiled = torch.compile(lambda t: t * 2 + 1, backend="tpu")
+    torch_tpu.compile.reset_replay_stats()
+    base = torch.randn(3, 8)
+    tbase = base.to("tpu")
+    for row in (0, 1, 0, 2):
+        close(compiled(tbase[row]), base[row] * 2 + 1)
+    assert torch_tpu.compile.replay_stats() == {"recorded": 3, "captured": 1, "replayed": 1}
+
+
+def test_replay_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TORCH_TPU_COMPILE_REPLAY", "0")
+    compiled = torch.compile(lambda t: t.exp().sum(), backend="tpu")
+    torch_tpu.compile.reset_replay_stats()
+    x = torch.randn(5)
+    for _ in range(3):
+        close(compiled(x.to("tpu")), x.exp().sum())
+    stats = torch_tpu.compile.replay_stats()
+    assert stats == {"recorded": 3, "refused: TORCH_TPU_COMPILE_REPLAY=0": 1}
 
 
 def test_a_compiled_graph_that_cannot_run_raises_and_the_process_goes_on() -> None:
@@ -360,6 +417,7 @@ _CACHED_RUN = """
 import json, sys, torch
 sys.path.insert(0, {tests!r})
 from test_models import CASES
+{preamble}
 torch._dynamo.config.caching_precompile = {precompile}
 build, make_batch = CASES["gpt"]
 torch.manual_seed(0)
@@ -378,19 +436,22 @@ print(json.dumps(dict(loss=loss.item(), grad=model.head.weight.grad.sum().item()
 """
 
 
-def cached_runs(tmp_path: Path, precompile: bool) -> tuple[dict[str, float], dict[str, float]]:
-    """Two processes, one after the other, compile and train the test GPT with one cache
-    directory."""
-    code = _CACHED_RUN.format(tests=str(Path(__file__).parent), precompile=precompile)
+def cached_run(tmp_path: Path, precompile: bool, preamble: str = "") -> dict[str, float]:
+    """A process that compiles and trains the test GPT with the cache directory in tmp_path."""
+    code = _CACHED_RUN.format(
+        tests=str(Path(__file__).parent), precompile=precompile, preamble=preamble
+    )
     env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "cache")}
-    runs = []
-    for _ in range(2):
-        out = subprocess.run(
-            [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
-        )
-        assert out.returncode == 0, out.stderr[-3000:]
-        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    cold, warm = runs
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def cached_runs(tmp_path: Path, precompile: bool) -> tuple[dict[str, float], dict[str, float]]:
+    """Two processes, one after the other, with one cache directory."""
+    cold, warm = cached_run(tmp_path, precompile), cached_run(tmp_path, precompile)
     assert warm["compiled"] == cold["compiled"] == 2  # forward and backward, as fused graphs
     assert warm["loss"] == cold["loss"] and warm["grad"] == cold["grad"]
     return cold, warm
@@ -403,6 +464,11 @@ def test_a_second_process_loads_the_traced_graphs_from_the_cache(tmp_path: Path)
     assert cold["saved"] == 1 and cold["hit"] == 0
     assert warm["hit"] == 1 and warm["saved"] == 0
     assert warm["traced"] == cold["traced"] == 1  # Dynamo traces in each process
+    # Another build of torch_tpu has another key: it compiles again and saves its own entry.
+    other = "import torch_tpu.compile as c; c._build_id = lambda: 'another build'"
+    rebuilt = cached_run(tmp_path, precompile=False, preamble=other)
+    assert rebuilt["hit"] == 0 and rebuilt["saved"] == 1
+    assert rebuilt["loss"] == cold["loss"] and rebuilt["grad"] == cold["grad"]
 
 
 def test_with_caching_precompile_a_second_process_traces_nothing(tmp_path: Path) -> None:

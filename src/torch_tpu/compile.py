@@ -6,9 +6,12 @@ min-cut partitioner recomputes cheap results in backward instead of saving them)
 graph runs as one graph of fused mode: its ops are recorded, never launched one by one, and the
 graph is cut when the call ends, planned (elementwise chains fused, memory planned), looked up in
 the compile cache by its structure and queued on the stream as one work item. A second call with
-the same shapes hits the cache: nothing is planned again. An op without a native kernel becomes a
-fallback island (counted in ``torch.tpu.fallback_stats()``, warned once): the graph is cut around
-it and the op runs on the CPU. On the PJRT driver each cut graph is one StableHLO module.
+the same shapes hits the cache: nothing is planned again. The first call's op calls are captured,
+and later calls whose inputs are laid out alike replay them with their own buffers, without the
+graph's Python code and the dispatcher (TORCH_TPU_COMPILE_REPLAY=0 turns that off). An op without
+a native kernel becomes a fallback island (counted in ``torch.tpu.fallback_stats()``, warned
+once): the graph is cut around it and the op runs on the CPU. On the PJRT driver each cut graph is
+one StableHLO module.
 AOTAutograd's bundled cache keeps the traced graphs on disk for later processes.
 
 ``torch.compile(model)`` with Inductor, PyTorch's default, would hand tpu graphs to Inductor's
@@ -18,7 +21,11 @@ Pallas code generator (which needs JAX); a graph that touches a tpu tensor is ro
 
 from __future__ import annotations
 
+import collections
 import functools
+import hashlib
+import operator
+import pathlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -33,6 +40,20 @@ MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagrap
 # the cheapest first. Chosen with bench's GPTs: it keeps their compiled step's peak under fused
 # eager mode's.
 ACTIVATION_MEMORY_BUDGET = 0.6
+
+# Calls of compiled graphs: "recorded" (through the graph's Python code), "captured" (recorded
+# calls whose op calls later calls replay), "replayed", and "refused: <why>" per graph whose first
+# call could not be captured. Read with replay_stats().
+replay_counts: collections.Counter[str] = collections.Counter()
+
+
+def replay_stats() -> dict[str, int]:
+    """How the calls of compiled tpu graphs ran since the last reset_replay_stats()."""
+    return dict(replay_counts)
+
+
+def reset_replay_stats() -> None:
+    replay_counts.clear()
 
 
 def _tpu_device(value: Any) -> torch.device | None:
@@ -59,6 +80,22 @@ def _graph_device(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> to
     return None
 
 
+def _replayable(gm: torch.fx.GraphModule) -> bool:
+    """Whether every call of the graph is an ATen or prims op (or picks a result of one): the
+    capture of a call sees what such ops do on the device, not what other calls may do on the
+    host (a stream or event call, a Python function)."""
+    for node in gm.graph.nodes:
+        if node.op in ("placeholder", "output"):
+            continue
+        target = node.target
+        if node.op != "call_function" or not (
+            target is operator.getitem
+            or (isinstance(target, torch._ops.OpOverload) and target.namespace in ("aten", "prims"))
+        ):
+            return False
+    return True
+
+
 def _runner(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Any:
     """AOTAutograd's compiler for one ATen graph (forward or backward): a CompiledGraph that runs
     it as one fused graph on the device of its tpu inputs. The graph takes AOTAutograd's boxed
@@ -72,7 +109,11 @@ def _runner(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Any:
     device = _graph_device(gm, example_inputs)
     gm.graph.set_codegen(_BoxedCodeGen())
     gm.recompile()
-    return CompiledGraph(gm=gm, device_index=None if device is None else device.index)
+    return CompiledGraph(
+        gm=gm,
+        device_index=None if device is None else device.index,
+        replayable=_replayable(gm),
+    )
 
 
 def _partition(joint: torch.fx.GraphModule, joint_inputs: Any, **kwargs: Any) -> Any:
@@ -89,6 +130,19 @@ def _partition(joint: torch.fx.GraphModule, joint_inputs: Any, **kwargs: Any) ->
         ):
             node.meta["recompute"] = CheckpointPolicy.MUST_SAVE
     return min_cut_rematerialization_partition(joint, joint_inputs, **kwargs)
+
+
+@functools.cache
+def _build_id() -> str:
+    """A digest of the installed package (its Python files and the binding): cache entries
+    written by another build of torch_tpu never load in this one."""
+    digest = hashlib.sha256()
+    root = pathlib.Path(__file__).parent
+    for path in sorted(root.rglob("*")):
+        if path.suffix in (".py", ".so", ".pyd") and path.is_file():
+            digest.update(path.relative_to(root).as_posix().encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 @functools.cache
@@ -132,11 +186,19 @@ def backend(
     # AOTAutograd's bundled cache keeps the traced and partitioned graphs on disk (under
     # TORCHINDUCTOR_CACHE_DIR), so another process skips that work; the backward graph is
     # partitioned now rather than at the first backward, so that it is saved with the forward.
-    with config.patch(
-        activation_memory_budget=float(budget),
-        enable_autograd_cache=True,
-        bundled_autograd_cache=True,
-        force_non_lazy_backward_lowering=True,
+    # The key of a cache entry also names this build of torch_tpu (cache_key_tag, beside the user's
+    # own tag), as an entry holds our graph objects.
+    from torch.compiler import config as compiler_config
+
+    tag = f"{compiler_config.cache_key_tag}+torch_tpu-{_build_id()}"
+    with (
+        config.patch(
+            activation_memory_budget=float(budget),
+            enable_autograd_cache=True,
+            bundled_autograd_cache=True,
+            force_non_lazy_backward_lowering=True,
+        ),
+        compiler_config.patch(cache_key_tag=tag),
     ):
         return _aot_backend()(gm, example_inputs)
 

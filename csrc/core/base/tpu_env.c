@@ -61,6 +61,11 @@ static const tpu_env_var registry[] = {
      "Directory of the on-disk compile cache: the PJRT driver keeps each compiled executable "
      "there (one subdirectory per plugin build), so later processes load it instead of compiling.",
      TPU_ENV_STABLE},
+    {"TORCH_TPU_COMPILE_REPLAY", "1",
+     "0 runs every call of a torch.compile graph through its Python code and the dispatcher; by "
+     "default the first call's op calls are captured and later calls with the same input layouts "
+     "replay them with their own buffers.",
+     TPU_ENV_EXPERIMENTAL},
     {"TORCH_TPU_DISK_CACHE", "1", "0 keeps compiled executables in memory only (no disk cache).",
      TPU_ENV_STABLE},
 };

@@ -90,23 +90,6 @@ static int collect(const tpu_graph *g, int n, bool *in, int count) {
   return count;
 }
 
-/* A copy of `src` that runs without the graph: scalars held in the call point into the copy. */
-static tpu_op_call *clone_call(const tpu_op_call *src) {
-  tpu_op_call *c = tpu_op_call_new(src->op, src->n_inputs, src->n_outputs);
-  if (!c)
-    return NULL;
-  c->compute = src->compute;
-  memcpy(c->scalars, src->scalars, sizeof c->scalars);
-  const char *lo = (const char *)src->scalars;
-  for (int i = 0; i < src->n_inputs + src->n_outputs; i++) {
-    c->tensors[i] = src->tensors[i];
-    const char *p = src->tensors[i].host;
-    if (!src->tensors[i].buf && p >= lo && p < lo + sizeof src->scalars)
-      c->tensors[i].host = (char *)c->scalars + (p - lo);
-  }
-  return c;
-}
-
 /* BATCH_NORM_APPLY for batch_norm call `bn`: X, W, B, its saved mean and invstd -> its Y. */
 static tpu_op_call *apply_call(const tpu_op_call *bn) {
   tpu_op_call *c = tpu_op_call_new(TPU_OP_BATCH_NORM_APPLY, 5, 1);
@@ -162,7 +145,7 @@ static tpu_remat *make_recipe(const tpu_graph *g, int target, const bool *in) {
     if (!in[n])
       continue;
     const tpu_op_call *src = g->nodes[n].call;
-    tpu_op_call *c = src->op == TPU_OP_BATCH_NORM ? apply_call(src) : clone_call(src);
+    tpu_op_call *c = src->op == TPU_OP_BATCH_NORM ? apply_call(src) : tpu_op_call_clone(src);
     ok = c != NULL;
     if (!ok)
       break;

@@ -84,6 +84,22 @@ void tpu_op_call_free(tpu_op_call *call) {
   free(call);
 }
 
+tpu_op_call *tpu_op_call_clone(const tpu_op_call *src) {
+  tpu_op_call *c = tpu_op_call_new(src->op, src->n_inputs, src->n_outputs);
+  if (!c)
+    return NULL;
+  c->compute = src->compute;
+  memcpy(c->scalars, src->scalars, sizeof c->scalars);
+  const char *lo = (const char *)src->scalars;
+  for (int i = 0; i < n_tensors(src); i++) {
+    c->tensors[i] = src->tensors[i];
+    const char *p = src->tensors[i].host;
+    if (!src->tensors[i].buf && p >= lo && p < lo + sizeof src->scalars)
+      c->tensors[i].host = (char *)c->scalars + (p - lo);
+  }
+  return c;
+}
+
 bool tpu_op_supported(const tpu_op_call *call) { return tpu_op_runnable(call); }
 
 static tpu_status check_call(int device, const tpu_op_call *call) {

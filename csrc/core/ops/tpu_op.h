@@ -87,6 +87,12 @@ void tpu_op_set_scalar_input(tpu_op_call *call, int index, int slot, tpu_scalar 
 /* Frees a call that was never launched (running its cleanup). */
 void tpu_op_call_free(tpu_op_call *call);
 
+/* A new, not deferred call with src's op, compute dtype, scalars and views (no buffer references
+ * taken); a scalar operand held in src (tpu_op_set_scalar_input) is held in the copy. Other host
+ * memory and the cleanup are not copied: the copy must not outlive that memory. NULL when out of
+ * host memory. */
+tpu_op_call *tpu_op_call_clone(const tpu_op_call *src);
+
 /* Whether `call` can run: the driver supports it (drivers/tpu_driver.h's supports_op), or the
  * core's counted CPU fallback does (ops/tpu_op_fallback.h). Launches refuse other calls with
  * TPU_ERR_NOT_IMPLEMENTED. */

@@ -3,6 +3,7 @@
 #include <c10/core/DeviceGuard.h>
 
 
+#include "compile/TpuCapture.h"
 #include "runtime/TpuCore.h"
 #include "runtime/TpuStreams.h"
 
@@ -43,6 +44,7 @@ struct TpuDeviceAllocator final : public c10::DeviceAllocator {
     } else {
       check(tpu_buffer_create(device, static_cast<int>(stream.id()), nbytes, &buffer));
     }
+    capture_allocation(buffer);
     return wrap_buffer(buffer);
   }
 
@@ -104,6 +106,7 @@ void record_data_on_stream(const c10::DataPtr& data, const c10::Stream& stream) 
   if (!buffer) {
     return;
   }
+  capture_unusable("record_stream");
   // Memory a pending buffer got later would not know of the stream's use, and could be reused
   // while that stream still reads it.
   if (!tpu_buffer_is_live(buffer)) {

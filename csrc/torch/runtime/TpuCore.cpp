@@ -7,6 +7,7 @@
 
 #include <atomic>
 
+#include "compile/TpuCapture.h"
 #include "runtime/TpuStreams.h"
 
 #include "core/include/tpu.h"
@@ -247,6 +248,7 @@ void launch(c10::DeviceIndex device, tpu_op_call* call) {
   follow_torch_threads();
   note_backward();
   tpu_stream* stream = current_core_stream(device);
+  capture_launch(stream, call);
   tpu_eager_mode mode = eager_mode_for(stream);
   LaunchBlocking blocking(mode);
   if (mode != TPU_EAGER_DEBUG && tpu_op_debug_requested()) {
@@ -274,6 +276,7 @@ void launch_sync(c10::DeviceIndex device, tpu_op_call* call) {
   follow_torch_threads();
   note_backward();
   tpu_stream* stream = current_core_stream(device);
+  capture_unusable("a host read");
   LaunchBlocking blocking(eager_mode_for(stream));
   tpu_status st = tpu_fused_flush(stream, TPU_CUT_HOST_READ);
   if (st != TPU_OK) {

@@ -8,6 +8,7 @@
 #include <deque>
 #include <mutex>
 
+#include "compile/TpuCapture.h"
 #include "runtime/TpuStreams.h"
 
 namespace torch_tpu {
@@ -119,6 +120,7 @@ at::Generator new_generator(c10::DeviceIndex device) {
 
 PhiloxArgs philox_args(std::optional<at::Generator> generator, c10::DeviceIndex device) {
   auto* impl = at::get_generator_or_default<TpuGeneratorImpl>(generator, default_generator(device));
+  capture_unusable("random numbers");
   std::lock_guard<std::mutex> lock(impl->mutex_);
   return impl->next_philox_args();
 }

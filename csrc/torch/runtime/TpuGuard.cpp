@@ -2,6 +2,7 @@
 // forwarded to the core.
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
+#include "compile/TpuCapture.h"
 #include "runtime/TpuAllocator.h"
 #include "runtime/TpuCore.h"
 #include "runtime/TpuStreams.h"
@@ -105,6 +106,7 @@ struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
         "Event device index ", device, " does not match recording stream's device index ",
         stream.device_index(), ".");
     tpu_stream* s = core_stream(stream);
+    capture_unusable("an event record");
     check(tpu_fused_flush(s, TPU_CUT_EVENT));
     check(tpu_event_record(ensure_event(event, flag), s));
   }
@@ -112,6 +114,7 @@ struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   void block(void* event, const c10::Stream& stream) const override {
     if (event) {
       tpu_stream* s = core_stream(stream);
+      capture_unusable("a wait for an event");
       check(tpu_fused_flush(s, TPU_CUT_WAIT_STREAM));
       check(tpu_event_block(static_cast<tpu_event*>(event), s));
     }

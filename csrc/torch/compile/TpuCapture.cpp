@@ -1,0 +1,74 @@
+#include "compile/TpuCapture.h"
+
+#include <new>
+
+namespace torch_tpu {
+namespace {
+
+thread_local CaptureLog* active = nullptr;
+
+void mark_unusable(CaptureLog* log, const char* why) {
+  if (!log->unusable) {
+    log->unusable = why;
+  }
+}
+
+} // namespace
+
+CaptureLog::~CaptureLog() {
+  for (tpu_op_call* call : calls) {
+    tpu_op_call_free(call);
+  }
+  for (tpu_buffer* buffer : allocated) {
+    tpu_buffer_release(buffer);
+  }
+}
+
+CaptureLog* set_active_capture(CaptureLog* log) {
+  CaptureLog* before = active;
+  active = log;
+  return before;
+}
+
+void capture_launch(tpu_stream* stream, const tpu_op_call* call) noexcept {
+  CaptureLog* log = active;
+  if (!log || log->unusable) {
+    return;
+  }
+  if (stream != log->stream) {
+    mark_unusable(log, "an op on another stream");
+    return;
+  }
+  tpu_op_call* copy = tpu_op_call_clone(call);
+  try {
+    if (copy) {
+      log->calls.push_back(copy);
+      return;
+    }
+  } catch (const std::bad_alloc&) {
+    tpu_op_call_free(copy);
+  }
+  mark_unusable(log, "out of host memory");
+}
+
+void capture_allocation(tpu_buffer* buffer) noexcept {
+  CaptureLog* log = active;
+  if (!log || log->unusable) {
+    return;
+  }
+  try {
+    log->allocated.push_back(buffer);
+    // Retained so that its address cannot name another buffer before the capture ends.
+    tpu_buffer_retain(buffer);
+  } catch (const std::bad_alloc&) {
+    mark_unusable(log, "out of host memory");
+  }
+}
+
+void capture_unusable(const char* what) noexcept {
+  if (active) {
+    mark_unusable(active, what);
+  }
+}
+
+} // namespace torch_tpu

@@ -1,0 +1,39 @@
+// What a torch.compile graph does on the device, noted while it is recorded for the first time, so
+// that later calls replay its op calls with their own buffers (TpuReplay.h) instead of running the
+// graph's Python code and the dispatcher again. The runtime's hooks below note, for the calling
+// thread's active capture, each op call launched, each storage allocated, and anything a replay
+// could not repeat (a host read, random numbers, events, another stream), which makes the capture
+// unusable.
+#pragma once
+
+#include <vector>
+
+#include "core/include/tpu.h"
+
+namespace torch_tpu {
+
+// One thread's notes on one compiled graph's recording.
+struct CaptureLog {
+  explicit CaptureLog(tpu_stream* stream) : stream(stream) {}
+  ~CaptureLog();
+  CaptureLog(const CaptureLog&) = delete;
+  CaptureLog& operator=(const CaptureLog&) = delete;
+
+  tpu_stream* stream;                 // the stream the graph is recorded on
+  std::vector<tpu_op_call*> calls;    // copies of the calls launched, in order (owned)
+  std::vector<tpu_buffer*> allocated; // buffers allocated meanwhile, each retained
+  const char* unusable = nullptr;     // why the capture cannot be replayed (a literal), or null
+};
+
+// Makes `log` the calling thread's active capture (nullptr: none); returns the one before.
+CaptureLog* set_active_capture(CaptureLog* log);
+
+// Hooks for the runtime, each a no-op without an active capture. An op call about to be launched
+// on `stream` (before the launch takes it over):
+void capture_launch(tpu_stream* stream, const tpu_op_call* call) noexcept;
+// A storage's new buffer:
+void capture_allocation(tpu_buffer* buffer) noexcept;
+// Something a replay would not repeat (`what`, a string literal, says what):
+void capture_unusable(const char* what) noexcept;
+
+} // namespace torch_tpu

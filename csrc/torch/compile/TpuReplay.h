@@ -1,0 +1,83 @@
+// Later calls of a torch.compile graph: the op calls its first call launched (TpuCapture.h) are
+// launched again inside one RegionScope, each with the buffers of the new inputs and of new
+// storages for what the graph makes, so they form the same fused graph (the compile cache hits)
+// without the graph's Python code, the dispatcher or the kernels' argument handling. A call whose
+// inputs are laid out otherwise than the captured call's (device, dtype, sizes, strides, offset,
+// storage size, which inputs share a storage) is refused, and the caller records it as usual.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <pybind11/pybind11.h>
+
+#include <memory>
+#include <vector>
+
+#include "compile/TpuCapture.h"
+
+namespace torch_tpu {
+
+// One input as the capture saw it.
+struct InputLayout {
+  at::ScalarType dtype;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+  int64_t offset;
+  size_t nbytes;
+  size_t alias; // the first input on the same storage (its own index when none before it)
+};
+
+// The layout and buffer of each input in `inputs`; null, with nothing filled, when one is not a
+// dense tpu tensor of `device` (the reason a literal).
+const char* read_inputs(
+    const pybind11::list& inputs, c10::DeviceIndex device, std::vector<InputLayout>* layouts,
+    std::vector<tpu_buffer*>* buffers);
+
+class Replay {
+ public:
+  // From a finished capture whose inputs were `layouts` on `buffers` and whose outputs are
+  // `outputs` (a tuple or list of tensors and Nones); null, with `*why` set, when it cannot be
+  // replayed.
+  static std::unique_ptr<Replay> build(
+      const CaptureLog& log, std::vector<InputLayout> layouts,
+      const std::vector<tpu_buffer*>& buffers, const pybind11::handle& outputs,
+      c10::DeviceIndex device, const char** why);
+  ~Replay();
+  Replay(const Replay&) = delete;
+  Replay& operator=(const Replay&) = delete;
+
+  // Runs the captured calls on `inputs` (AOTAutograd's boxed list: cleared once read) and returns
+  // the outputs; None, leaving the list as it was, when the inputs are laid out otherwise.
+  pybind11::object run(const pybind11::list& inputs) const;
+
+ private:
+  struct Slot {
+    int input;     // >= 0: the buffer of this input; -1: a new storage of `nbytes` per run
+    size_t nbytes;
+  };
+  struct Output {
+    int slot; // -1: None
+    at::ScalarType dtype;
+    std::vector<int64_t> sizes, strides;
+    int64_t offset;
+  };
+
+  Replay() = default;
+  const char* add_outputs(const pybind11::handle& outputs, const CaptureLog& log);
+  int slot_of(tpu_buffer* buffer, const CaptureLog& log);
+  bool matches(const pybind11::list& inputs, std::vector<at::Tensor>* held) const;
+
+  c10::DeviceIndex device_ = 0;
+  std::vector<InputLayout> layouts_;
+  std::vector<tpu_buffer*> keys_; // the capture's buffer of each slot (compared, never used)
+  std::vector<Slot> slots_;
+  std::vector<tpu_op_call*> calls_; // copies without buffers (owned)
+  std::vector<int> tensor_slots_;   // the slot of each tensor of each call in order, -1: none
+  std::vector<size_t> written_inputs_;
+  std::vector<Output> outputs_;
+  bool tuple_ = true;
+};
+
+// Adds the `_CompiledReplay` class (made by `_CompiledRegion.replay`), with `run(inputs)`.
+void register_replay(pybind11::module& m);
+
+} // namespace torch_tpu
