@@ -282,13 +282,16 @@ def test_dynamic_shapes_run_one_graph_for_every_size(eager_mode: str) -> None:
 
     dynamic = torch.compile(fn, backend=counting, dynamic=True)
     marked = torch.compile(fn, backend=counting)
-    for n in (3, 5, 9):
+    torch_tpu.compile.reset_replay_stats()
+    for n in (3, 5, 9, 3):
         x = torch.randn(n, 6)
         close(dynamic(x.to("tpu")), fn(x), rtol=1e-5, atol=1e-5)
         on_tpu = x.to("tpu")
         torch._dynamo.mark_dynamic(on_tpu, 0)
         close(marked(on_tpu), fn(x), rtol=1e-5, atol=1e-5)
     assert len(graphs) == 2  # one for each compiled function, whatever the size
+    # The capture holds the first call's sizes: other sizes record, the first again replays.
+    assert torch_tpu.compile.replay_stats() == {"recorded": 6, "captured": 2, "replayed": 2}
 
 
 def test_an_op_without_a_native_kernel_becomes_a_fallback_island(

@@ -80,16 +80,43 @@ def _graph_device(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> to
     return None
 
 
+# Python's arithmetic on symbolic sizes in a graph with dynamic shapes: pure functions of numbers.
+_SIZE_ARITHMETIC = frozenset(
+    {
+        operator.add,
+        operator.sub,
+        operator.mul,
+        operator.floordiv,
+        operator.truediv,
+        operator.mod,
+        operator.pow,
+        operator.neg,
+        operator.eq,
+        operator.ne,
+        operator.lt,
+        operator.le,
+        operator.gt,
+        operator.ge,
+        operator.getitem,
+        torch.sym_max,
+        torch.sym_min,
+        torch.sym_float,
+        torch.sym_int,
+        torch.sym_not,
+    }
+)
+
+
 def _replayable(gm: torch.fx.GraphModule) -> bool:
-    """Whether every call of the graph is an ATen or prims op (or picks a result of one): the
-    capture of a call sees what such ops do on the device, not what other calls may do on the
-    host (a stream or event call, a Python function)."""
+    """Whether every call of the graph is an ATen or prims op or arithmetic on sizes: the capture
+    of a call sees what such ops do on the device, not what other calls may do on the host (a
+    stream or event call, a Python function)."""
     for node in gm.graph.nodes:
         if node.op in ("placeholder", "output"):
             continue
         target = node.target
         if node.op != "call_function" or not (
-            target is operator.getitem
+            target in _SIZE_ARITHMETIC
             or (isinstance(target, torch._ops.OpOverload) and target.namespace in ("aten", "prims"))
         ):
             return False

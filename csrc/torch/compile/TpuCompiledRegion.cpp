@@ -39,7 +39,9 @@ class CompiledRegion {
 
   ~CompiledRegion() {
     for (tpu_buffer* b : input_buffers_) {
-      tpu_buffer_release(b);
+      if (b) {
+        tpu_buffer_release(b);
+      }
     }
   }
 
@@ -55,7 +57,9 @@ class CompiledRegion {
     log_ = std::make_unique<CaptureLog>(scope_->stream());
     log_->unusable = read_inputs(*inputs_, device_, &layouts_, &input_buffers_);
     for (tpu_buffer* b : input_buffers_) {
-      tpu_buffer_retain(b); // so that no buffer made meanwhile takes its address
+      if (b) {
+        tpu_buffer_retain(b); // so that no buffer made meanwhile takes its address
+      }
     }
     inputs_.reset();
     cuts_ = total_cuts();
@@ -105,7 +109,7 @@ class CompiledRegion {
   std::unique_ptr<CaptureLog> log_;
   CaptureLog* before_ = nullptr;
   std::vector<InputLayout> layouts_;
-  std::vector<tpu_buffer*> input_buffers_; // retained
+  std::vector<tpu_buffer*> input_buffers_; // retained; null for a number
   uint64_t cuts_ = 0;
   const char* why_ = nullptr;
 };

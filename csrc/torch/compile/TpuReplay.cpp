@@ -39,6 +39,15 @@ bool held_in_call(const tpu_op_call* call, const tpu_tensor& t) {
   return p >= lo && p < lo + sizeof call->scalars;
 }
 
+bool is_number(const py::handle& obj) {
+  return py::isinstance<py::int_>(obj) || py::isinstance<py::float_>(obj);
+}
+
+// Equal numbers of one type (True is not 1, 1.0 is not 1).
+bool same_number(const py::handle& a, const py::handle& b) {
+  return Py_TYPE(a.ptr()) == Py_TYPE(b.ptr()) && a.equal(b);
+}
+
 } // namespace
 
 const char* read_inputs(
@@ -47,15 +56,21 @@ const char* read_inputs(
   std::vector<InputLayout> out;
   std::vector<tpu_buffer*> bufs;
   for (const py::handle& obj : inputs) {
+    if (is_number(obj)) {
+      out.push_back(InputLayout{py::reinterpret_borrow<py::object>(obj), at::kFloat, {}, {}, 0, 0,
+                                bufs.size()});
+      bufs.push_back(nullptr);
+      continue;
+    }
     std::optional<at::Tensor> t = device_tensor(obj, device);
     if (!t) {
-      return "an input that is not a tensor of the graph's chip";
+      return "an input that is neither a tensor of the graph's chip nor a number";
     }
     tpu_buffer* b = buffer_of(*t);
     size_t alias = std::find(bufs.begin(), bufs.end(), b) - bufs.begin();
     out.push_back(InputLayout{
-        t->scalar_type(), to_vector(t->sizes()), to_vector(t->strides()), t->storage_offset(),
-        t->storage().nbytes(), std::min(alias, bufs.size())});
+        py::object(), t->scalar_type(), to_vector(t->sizes()), to_vector(t->strides()),
+        t->storage_offset(), t->storage().nbytes(), std::min(alias, bufs.size())});
     bufs.push_back(b);
   }
   *layouts = std::move(out);
@@ -84,20 +99,20 @@ const char* Replay::add_outputs(const py::handle& outputs, const CaptureLog& log
   }
   tuple_ = py::isinstance<py::tuple>(outputs);
   for (const py::handle& obj : outputs) {
-    if (obj.is_none()) {
-      outputs_.push_back(Output{-1, at::kFloat, {}, {}, 0});
+    if (obj.is_none() || is_number(obj)) {
+      outputs_.push_back(Output{py::reinterpret_borrow<py::object>(obj), -1, at::kFloat, {}, {}, 0});
       continue;
     }
     std::optional<at::Tensor> t = device_tensor(obj, device_);
     if (!t) {
-      return "an output that is not a tensor of the graph's chip";
+      return "an output that is neither a tensor of the graph's chip nor a number";
     }
     int slot = slot_of(buffer_of(*t), log);
     if (slot < 0) {
       return "an output made outside the graph";
     }
     outputs_.push_back(Output{
-        slot, t->scalar_type(), to_vector(t->sizes()), to_vector(t->strides()),
+        py::object(), slot, t->scalar_type(), to_vector(t->sizes()), to_vector(t->strides()),
         t->storage_offset()});
   }
   return nullptr;
@@ -115,7 +130,7 @@ std::unique_ptr<Replay> Replay::build(
   r->device_ = device;
   r->layouts_ = std::move(layouts);
   for (size_t k = 0; k < buffers.size(); k++) {
-    if (r->layouts_[k].alias == k) {
+    if (buffers[k] && r->layouts_[k].alias == k) {
       r->keys_.push_back(buffers[k]);
       r->slots_.push_back(Slot{static_cast<int>(k), 0});
     }
@@ -163,8 +178,16 @@ bool Replay::matches(const py::list& inputs, std::vector<at::Tensor>* held) cons
   }
   std::vector<tpu_buffer*> buffers;
   for (size_t k = 0; k < layouts_.size(); k++) {
-    std::optional<at::Tensor> t = device_tensor(inputs[k], device_);
     const InputLayout& l = layouts_[k];
+    if (l.number) {
+      if (!same_number(inputs[k], l.number)) {
+        return false;
+      }
+      buffers.push_back(nullptr);
+      held->emplace_back();
+      continue;
+    }
+    std::optional<at::Tensor> t = device_tensor(inputs[k], device_);
     if (!t || t->scalar_type() != l.dtype || t->sizes() != c10::IntArrayRef(l.sizes) ||
         t->strides() != c10::IntArrayRef(l.strides) || t->storage_offset() != l.offset ||
         t->storage().nbytes() != l.nbytes) {
@@ -220,8 +243,8 @@ py::object Replay::run(const py::list& inputs) const {
   }
   py::list results;
   for (const Output& o : outputs_) {
-    if (o.slot < 0) {
-      results.append(py::none());
+    if (o.constant) {
+      results.append(o.constant);
       continue;
     }
     at::Tensor t = at::detail::make_tensor<c10::TensorImpl>(

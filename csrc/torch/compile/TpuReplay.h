@@ -16,8 +16,9 @@
 
 namespace torch_tpu {
 
-// One input as the capture saw it.
+// One input as the capture saw it: a tensor's layout, or a number (a symbolic size's value).
 struct InputLayout {
+  pybind11::object number; // an int, float or bool input; null for a tensor
   at::ScalarType dtype;
   std::vector<int64_t> sizes;
   std::vector<int64_t> strides;
@@ -26,8 +27,8 @@ struct InputLayout {
   size_t alias; // the first input on the same storage (its own index when none before it)
 };
 
-// The layout and buffer of each input in `inputs`; null, with nothing filled, when one is not a
-// dense tpu tensor of `device` (the reason a literal).
+// The layout and buffer (null for a number) of each input in `inputs`; a reason (a literal), with
+// nothing filled, when one is neither a dense tpu tensor of `device` nor a number.
 const char* read_inputs(
     const pybind11::list& inputs, c10::DeviceIndex device, std::vector<InputLayout>* layouts,
     std::vector<tpu_buffer*>* buffers);
@@ -35,8 +36,9 @@ const char* read_inputs(
 class Replay {
  public:
   // From a finished capture whose inputs were `layouts` on `buffers` and whose outputs are
-  // `outputs` (a tuple or list of tensors and Nones); null, with `*why` set, when it cannot be
-  // replayed.
+  // `outputs` (a tuple or list of tensors, numbers and Nones: numbers depend only on the inputs'
+  // layouts and numbers, as a value read from the device would have refused the capture); null,
+  // with `*why` set, when it cannot be replayed.
   static std::unique_ptr<Replay> build(
       const CaptureLog& log, std::vector<InputLayout> layouts,
       const std::vector<tpu_buffer*>& buffers, const pybind11::handle& outputs,
@@ -55,7 +57,8 @@ class Replay {
     size_t nbytes;
   };
   struct Output {
-    int slot; // -1: None
+    pybind11::object constant; // a number or None, returned as it is; null for a tensor
+    int slot;
     at::ScalarType dtype;
     std::vector<int64_t> sizes, strides;
     int64_t offset;
