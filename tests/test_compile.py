@@ -116,6 +116,24 @@ def test_activation_memory_budget_trades_saved_results_for_recomputation() -> No
     assert kept[0.2] < kept[1.0], kept
 
 
+def test_attention_is_never_recomputed_and_its_graphs_replay() -> None:
+    """Even the smallest budget keeps attention's results for backward (recomputing it costs
+    what it saves), and its Philox seed and offset live on the chip, so the graphs replay."""
+    build, make_batch = CASES["gpt"]
+    torch.manual_seed(0)
+    model = build().to("tpu")
+    compiled = torch.compile(model, backend="tpu", options={"activation_memory_budget": 0.05})
+    x, y = make_batch(torch.Generator().manual_seed(1))
+    torch_tpu.compile.reset_replay_stats()
+    for step in range(2):
+        torch.tpu.reset_op_stats()
+        compiled(x.to("tpu"), y.to("tpu")).backward()
+        native = torch.tpu.op_stats()["native"]
+        assert native["scaled_dot_product_attention"] == len(model.blocks), step
+        assert native["scaled_dot_product_attention_backward"] == len(model.blocks), step
+    assert torch_tpu.compile.replay_stats() == {"recorded": 2, "captured": 2, "replayed": 2}
+
+
 def test_device_interface_is_torch_tpu() -> None:
     from torch._dynamo.device_interface import get_interface_for_device
 

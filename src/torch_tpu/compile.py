@@ -143,17 +143,24 @@ def _runner(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Any:
     )
 
 
+# Attention costs as much to compute again as its backward saves: its results are always kept.
+_NEVER_RECOMPUTED = frozenset(
+    {torch.ops.aten._scaled_dot_product_fused_attention_overrideable.default}
+)
+
+
 def _partition(joint: torch.fx.GraphModule, joint_inputs: Any, **kwargs: Any) -> Any:
-    """The min-cut partitioner, except that a functionalized mutation (batch norm's running
-    statistics) is never computed again in backward: it reads inputs that the runtime overwrites
-    with its results once forward returns, which a budget below 1 would otherwise choose to do."""
+    """The min-cut partitioner, except that two kinds of results are never computed again in
+    backward: a functionalized mutation (batch norm's running statistics), which reads inputs that
+    the runtime overwrites with its results once forward returns, and attention (the budget below 1
+    would otherwise choose to recompute it)."""
     from torch._functorch.partitioners import min_cut_rematerialization_partition
     from torch.utils.checkpoint import CheckpointPolicy
 
     for node in joint.graph.nodes:
         target = node.target
-        if isinstance(target, torch._ops.OpOverload) and target._schema.name.endswith(
-            "_functional"
+        if isinstance(target, torch._ops.OpOverload) and (
+            target._schema.name.endswith("_functional") or target in _NEVER_RECOMPUTED
         ):
             node.meta["recompute"] = CheckpointPolicy.MUST_SAVE
     return min_cut_rematerialization_partition(joint, joint_inputs, **kwargs)

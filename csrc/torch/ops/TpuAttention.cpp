@@ -162,8 +162,9 @@ ForwardResult sdpa_forward_4d(const at::Tensor& query, const at::Tensor& key,
     launch(query.device().index(), call);
   }
   // PyTorch's meta: no cumulative lengths or debug mask; 0-d int64 Philox seed and offset (0:
-  // there is no dropout).
-  at::Tensor seed = at::zeros({}, at::dtype(at::kLong));
+  // there is no dropout), on the chip, so that a compiled graph saving them for backward has no
+  // host tensor among its outputs (which a replay could not repeat, compile/TpuReplay.h).
+  at::Tensor seed = at::zeros({}, query.options().dtype(at::kLong));
   return {out, lse, at::Tensor(), at::Tensor(), L, S, seed, seed.clone(), at::Tensor()};
 }
 
