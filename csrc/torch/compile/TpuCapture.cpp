@@ -39,9 +39,19 @@ void capture_launch(tpu_stream* stream, const tpu_op_call* call) noexcept {
     mark_unusable(log, "an op on another stream");
     return;
   }
+  bool random = log->drawn;
+  log->drawn = false;
+  // A random op's call holds its Philox arguments in scalars[2] and [3] (ops/TpuRandom.cpp).
+  if (random && (call->scalars[2].u != log->seed || call->scalars[3].u != log->offset)) {
+    mark_unusable(log, "random numbers drawn for another use");
+    return;
+  }
   tpu_op_call* copy = tpu_op_call_clone(call);
   try {
     if (copy) {
+      if (random) {
+        log->random_calls.push_back(log->calls.size());
+      }
       log->calls.push_back(copy);
       return;
     }
@@ -63,6 +73,21 @@ void capture_allocation(tpu_buffer* buffer) noexcept {
   } catch (const std::bad_alloc&) {
     mark_unusable(log, "out of host memory");
   }
+}
+
+void capture_random(uint64_t seed, uint64_t offset, bool default_generator) noexcept {
+  CaptureLog* log = active;
+  if (!log || log->unusable) {
+    return;
+  }
+  if (!default_generator || log->drawn) {
+    mark_unusable(log, default_generator ? "random numbers drawn twice for one op"
+                                         : "random numbers from a generator of its own");
+    return;
+  }
+  log->seed = seed;
+  log->offset = offset;
+  log->drawn = true;
 }
 
 void capture_unusable(const char* what) noexcept {

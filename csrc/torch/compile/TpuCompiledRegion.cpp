@@ -74,6 +74,8 @@ class CompiledRegion {
       set_active_capture(before_);
       if (raised) {
         log_->unusable = "the call raised";
+      } else if (!log_->unusable && log_->drawn) {
+        log_->unusable = "random numbers drawn for no op";
       } else if (!log_->unusable &&
                  (tpu_fused_pending_nodes(scope_->stream()) !=
                       static_cast<int>(log_->calls.size()) ||

@@ -9,6 +9,7 @@
 
 #include "compile/TpuCompiledRegion.h"
 #include "runtime/TpuCore.h"
+#include "runtime/TpuGenerator.h"
 
 namespace py = pybind11;
 
@@ -162,6 +163,10 @@ std::unique_ptr<Replay> Replay::build(
     }
   }
   r->written_inputs_.assign(written.begin(), written.end());
+  r->random_.assign(r->calls_.size(), false);
+  for (size_t c : log.random_calls) {
+    r->random_[c] = true;
+  }
   *why = r->add_outputs(outputs, log);
   return *why ? nullptr : std::move(r);
 }
@@ -226,9 +231,15 @@ py::object Replay::run(const py::list& inputs) const {
     buffers[s] = static_cast<tpu_buffer*>(storages[s].data_ptr().get_context());
   }
   size_t next = 0;
-  for (const tpu_op_call* captured : calls_) {
-    tpu_op_call* call = tpu_op_call_clone(captured);
+  for (size_t c = 0; c < calls_.size(); c++) {
+    tpu_op_call* call = tpu_op_call_clone(calls_[c]);
     TORCH_CHECK_WITH(OutOfMemoryError, call, "out of host memory");
+    if (random_[c]) {
+      // New numbers, drawn in the recorded order: what recording the call again would draw.
+      PhiloxArgs args = philox_args(std::nullopt, device_);
+      call->scalars[2].u = args.seed;
+      call->scalars[3].u = args.offset;
+    }
     for (int i = 0; i < call->n_inputs + call->n_outputs; i++, next++) {
       if (tensor_slots_[next] >= 0) {
         call->tensors[i].buf = buffers[tensor_slots_[next]];

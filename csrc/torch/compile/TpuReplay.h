@@ -48,7 +48,8 @@ class Replay {
   Replay& operator=(const Replay&) = delete;
 
   // Runs the captured calls on `inputs` (AOTAutograd's boxed list: cleared once read) and returns
-  // the outputs; None, leaving the list as it was, when the inputs are laid out otherwise.
+  // the outputs; None, leaving the list as it was, when the inputs are laid out otherwise. A random
+  // op draws new Philox arguments from the chip's default generator, as a recorded call would.
   pybind11::object run(const pybind11::list& inputs) const;
 
  private:
@@ -76,6 +77,7 @@ class Replay {
   std::vector<tpu_op_call*> calls_; // copies without buffers (owned)
   std::vector<int> tensor_slots_;   // the slot of each tensor of each call in order, -1: none
   std::vector<size_t> written_inputs_;
+  std::vector<bool> random_; // per call: draws Philox arguments from the default generator
   std::vector<Output> outputs_;
   bool tuple_ = true;
 };

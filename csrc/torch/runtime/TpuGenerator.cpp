@@ -119,10 +119,15 @@ at::Generator new_generator(c10::DeviceIndex device) {
 }
 
 PhiloxArgs philox_args(std::optional<at::Generator> generator, c10::DeviceIndex device) {
-  auto* impl = at::get_generator_or_default<TpuGeneratorImpl>(generator, default_generator(device));
-  capture_unusable("random numbers");
-  std::lock_guard<std::mutex> lock(impl->mutex_);
-  return impl->next_philox_args();
+  const at::Generator& fallback = default_generator(device);
+  auto* impl = at::get_generator_or_default<TpuGeneratorImpl>(generator, fallback);
+  PhiloxArgs args;
+  {
+    std::lock_guard<std::mutex> lock(impl->mutex_);
+    args = impl->next_philox_args();
+  }
+  capture_random(args.seed, args.offset, impl == fallback.unsafeGetGeneratorImpl());
+  return args;
 }
 
 } // namespace torch_tpu
