@@ -22,6 +22,7 @@ extern "C" {
 #include "ops/tpu_op.h"
 #include "ops/tpu_op_debug.h"
 #include "ops/tpu_op_trace.h"
+#include "ops/tpu_tape.h"
 #include "tensor/tpu_buffer.h"
 #include "tensor/tpu_tensor.h"
 

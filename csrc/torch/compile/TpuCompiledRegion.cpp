@@ -91,7 +91,7 @@ class CompiledRegion {
   // None (`why` then says why). Once only.
   py::object replay(const py::handle& outputs) {
     if (!log_) {
-      why_ = why_ ? why_ : "nothing was captured";
+      why_ = why_.empty() ? "nothing was captured" : why_;
       return py::none();
     }
     std::unique_ptr<CaptureLog> log = std::move(log_);
@@ -100,7 +100,7 @@ class CompiledRegion {
     return r ? py::cast(std::move(r)) : py::none();
   }
 
-  const char* why() const {
+  const std::string& why() const {
     return why_;
   }
 
@@ -113,7 +113,7 @@ class CompiledRegion {
   std::vector<InputLayout> layouts_;
   std::vector<tpu_buffer*> input_buffers_; // retained; null for a number
   uint64_t cuts_ = 0;
-  const char* why_ = nullptr;
+  std::string why_;
 };
 
 } // namespace

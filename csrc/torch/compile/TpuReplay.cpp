@@ -5,7 +5,6 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include <algorithm>
-#include <unordered_set>
 
 #include "compile/TpuCompiledRegion.h"
 #include "runtime/TpuCore.h"
@@ -34,12 +33,6 @@ std::optional<at::Tensor> device_tensor(const py::handle& obj, c10::DeviceIndex 
 }
 
 // Whether host memory of a tensor of `call` is a scalar the call holds (tpu_op_set_scalar_input).
-bool held_in_call(const tpu_op_call* call, const tpu_tensor& t) {
-  const char* lo = reinterpret_cast<const char*>(call->scalars);
-  const char* p = static_cast<const char*>(t.host);
-  return p >= lo && p < lo + sizeof call->scalars;
-}
-
 bool is_number(const py::handle& obj) {
   return py::isinstance<py::int_>(obj) || py::isinstance<py::float_>(obj);
 }
@@ -79,21 +72,6 @@ const char* read_inputs(
   return nullptr;
 }
 
-int Replay::slot_of(tpu_buffer* buffer, const CaptureLog& log) {
-  auto known = std::find(keys_.begin(), keys_.end(), buffer);
-  if (known != keys_.end()) {
-    return static_cast<int>(known - keys_.begin());
-  }
-  // Made while the graph was recorded: each run gets a new storage of its size.
-  if (std::find(log.allocated.begin(), log.allocated.end(), buffer) == log.allocated.end() ||
-      tpu_buffer_device(buffer) != device_) {
-    return -1;
-  }
-  keys_.push_back(buffer);
-  slots_.push_back(Slot{-1, tpu_buffer_nbytes(buffer)});
-  return static_cast<int>(slots_.size()) - 1;
-}
-
 const char* Replay::add_outputs(const py::handle& outputs, const CaptureLog& log) {
   if (!py::isinstance<py::tuple>(outputs) && !py::isinstance<py::list>(outputs)) {
     return "outputs that are not a tuple or list";
@@ -108,7 +86,8 @@ const char* Replay::add_outputs(const py::handle& outputs, const CaptureLog& log
     if (!t) {
       return "an output that is neither a tensor of the graph's chip nor a number";
     }
-    int slot = slot_of(buffer_of(*t), log);
+    int slot = tpu_tape_slot_of(tape_.get(), buffer_of(*t), log.allocated.data(),
+                                static_cast<int>(log.allocated.size()));
     if (slot < 0) {
       return "an output made outside the graph";
     }
@@ -122,59 +101,37 @@ const char* Replay::add_outputs(const py::handle& outputs, const CaptureLog& log
 std::unique_ptr<Replay> Replay::build(
     const CaptureLog& log, std::vector<InputLayout> layouts,
     const std::vector<tpu_buffer*>& buffers, const py::handle& outputs, c10::DeviceIndex device,
-    const char** why) {
-  *why = log.unusable;
-  if (*why) {
+    std::string* why) {
+  if (log.unusable) {
+    *why = log.unusable;
     return nullptr;
   }
   std::unique_ptr<Replay> r(new Replay());
   r->device_ = device;
   r->layouts_ = std::move(layouts);
-  for (size_t k = 0; k < buffers.size(); k++) {
-    if (buffers[k] && r->layouts_[k].alias == k) {
-      r->keys_.push_back(buffers[k]);
-      r->slots_.push_back(Slot{static_cast<int>(k), 0});
-    }
+  tpu_tape* tape = nullptr;
+  tpu_status st = tpu_tape_new(
+      log.calls.data(), static_cast<int>(log.calls.size()), buffers.data(),
+      static_cast<int>(buffers.size()), log.allocated.data(),
+      static_cast<int>(log.allocated.size()), device, &tape);
+  if (st == TPU_ERR_OUT_OF_MEMORY) {
+    throw_status(st);
   }
-  std::unordered_set<size_t> written;
-  for (const tpu_op_call* captured : log.calls) {
-    tpu_op_call* call = tpu_op_call_clone(captured);
-    TORCH_CHECK_WITH(OutOfMemoryError, call, "out of host memory");
-    r->calls_.push_back(call);
-    for (int i = 0; i < call->n_inputs + call->n_outputs; i++) {
-      tpu_tensor& t = call->tensors[i];
-      int slot = -1;
-      if (t.buf) {
-        slot = r->slot_of(t.buf, log);
-        if (slot < 0) {
-          *why = "a tensor made outside the graph";
-          return nullptr;
-        }
-        int input = r->slots_[slot].input;
-        if (i >= call->n_inputs && input >= 0) {
-          written.insert(static_cast<size_t>(input));
-        }
-      } else if (t.host && tpu_tensor_numel(&t) > 0 && !held_in_call(call, t)) {
-        *why = "host memory";
-        return nullptr;
-      }
-      t.buf = nullptr;
-      r->tensor_slots_.push_back(slot);
-    }
+  if (st != TPU_OK) {
+    *why = tpu_last_error();
+    return nullptr;
   }
-  r->written_inputs_.assign(written.begin(), written.end());
-  r->random_.assign(r->calls_.size(), false);
+  r->tape_.reset(tape);
+  r->random_.assign(log.calls.size(), false);
   for (size_t c : log.random_calls) {
     r->random_[c] = true;
   }
-  *why = r->add_outputs(outputs, log);
-  return *why ? nullptr : std::move(r);
-}
-
-Replay::~Replay() {
-  for (tpu_op_call* call : calls_) {
-    tpu_op_call_free(call);
+  const char* refused = r->add_outputs(outputs, log);
+  if (refused) {
+    *why = refused;
+    return nullptr;
   }
+  return r;
 }
 
 bool Replay::matches(const py::list& inputs, std::vector<at::Tensor>* held) const {
@@ -218,21 +175,20 @@ py::object Replay::run(const py::list& inputs) const {
   c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, device_));
   RegionScope region(device_);
   c10::Allocator* allocator = c10::GetAllocator(c10::DeviceType::PrivateUse1);
-  std::vector<c10::Storage> storages(slots_.size());
-  std::vector<tpu_buffer*> buffers(slots_.size());
-  for (size_t s = 0; s < slots_.size(); s++) {
-    if (slots_[s].input >= 0) {
-      storages[s] = held[slots_[s].input].storage();
-    } else {
-      storages[s] = c10::Storage(
-          c10::Storage::use_byte_size_t(), slots_[s].nbytes, allocator->allocate(slots_[s].nbytes),
-          allocator, /*resizable=*/true);
-    }
+  const int n_slots = tpu_tape_slots(tape_.get());
+  std::vector<c10::Storage> storages(n_slots);
+  std::vector<tpu_buffer*> buffers(n_slots);
+  for (int s = 0; s < n_slots; s++) {
+    size_t nbytes = 0;
+    int input = tpu_tape_slot_input(tape_.get(), s, &nbytes);
+    storages[s] = input >= 0 ? held[input].storage()
+                             : c10::Storage(
+                                   c10::Storage::use_byte_size_t(), nbytes,
+                                   allocator->allocate(nbytes), allocator, /*resizable=*/true);
     buffers[s] = static_cast<tpu_buffer*>(storages[s].data_ptr().get_context());
   }
-  size_t next = 0;
-  for (size_t c = 0; c < calls_.size(); c++) {
-    tpu_op_call* call = tpu_op_call_clone(calls_[c]);
+  for (int c = 0; c < tpu_tape_calls(tape_.get()); c++) {
+    tpu_op_call* call = tpu_tape_call(tape_.get(), c, buffers.data());
     TORCH_CHECK_WITH(OutOfMemoryError, call, "out of host memory");
     if (random_[c]) {
       // New numbers, drawn in the recorded order: what recording the call again would draw.
@@ -240,15 +196,10 @@ py::object Replay::run(const py::list& inputs) const {
       call->scalars[2].u = args.seed;
       call->scalars[3].u = args.offset;
     }
-    for (int i = 0; i < call->n_inputs + call->n_outputs; i++, next++) {
-      if (tensor_slots_[next] >= 0) {
-        call->tensors[i].buf = buffers[tensor_slots_[next]];
-      }
-    }
     launch(device_, call);
   }
-  for (size_t k : written_inputs_) {
-    if (!held[k].is_inference()) {
+  for (size_t k = 0; k < held.size(); k++) {
+    if (tpu_tape_writes_input(tape_.get(), static_cast<int>(k)) && !held[k].is_inference()) {
       held[k].unsafeGetTensorImpl()->bump_version();
     }
   }

@@ -10,6 +10,7 @@
 #include <pybind11/pybind11.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "compile/TpuCapture.h"
@@ -42,10 +43,7 @@ class Replay {
   static std::unique_ptr<Replay> build(
       const CaptureLog& log, std::vector<InputLayout> layouts,
       const std::vector<tpu_buffer*>& buffers, const pybind11::handle& outputs,
-      c10::DeviceIndex device, const char** why);
-  ~Replay();
-  Replay(const Replay&) = delete;
-  Replay& operator=(const Replay&) = delete;
+      c10::DeviceIndex device, std::string* why);
 
   // Runs the captured calls on `inputs` (AOTAutograd's boxed list: cleared once read) and returns
   // the outputs; None, leaving the list as it was, when the inputs are laid out otherwise. A random
@@ -53,30 +51,26 @@ class Replay {
   pybind11::object run(const pybind11::list& inputs) const;
 
  private:
-  struct Slot {
-    int input;     // >= 0: the buffer of this input; -1: a new storage of `nbytes` per run
-    size_t nbytes;
-  };
   struct Output {
     pybind11::object constant; // a number or None, returned as it is; null for a tensor
-    int slot;
+    int slot;                  // the tape's slot (ops/tpu_tape.h) of a tensor's storage
     at::ScalarType dtype;
     std::vector<int64_t> sizes, strides;
     int64_t offset;
   };
+  struct TapeFree {
+    void operator()(tpu_tape* tape) const {
+      tpu_tape_free(tape);
+    }
+  };
 
   Replay() = default;
   const char* add_outputs(const pybind11::handle& outputs, const CaptureLog& log);
-  int slot_of(tpu_buffer* buffer, const CaptureLog& log);
   bool matches(const pybind11::list& inputs, std::vector<at::Tensor>* held) const;
 
   c10::DeviceIndex device_ = 0;
   std::vector<InputLayout> layouts_;
-  std::vector<tpu_buffer*> keys_; // the capture's buffer of each slot (compared, never used)
-  std::vector<Slot> slots_;
-  std::vector<tpu_op_call*> calls_; // copies without buffers (owned)
-  std::vector<int> tensor_slots_;   // the slot of each tensor of each call in order, -1: none
-  std::vector<size_t> written_inputs_;
+  std::unique_ptr<tpu_tape, TapeFree> tape_; // the calls, their buffers named by slot
   std::vector<bool> random_; // per call: draws Philox arguments from the default generator
   std::vector<Output> outputs_;
   bool tuple_ = true;
