@@ -7,7 +7,9 @@
 #include <ATen/MemoryOverlap.h>
 #include <ATen/core/CachingHostAllocator.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/alias.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/view_as_real.h>
 #include <torch/library.h>
 
 #include <cstdlib>
@@ -105,6 +107,33 @@ void copy_raw(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
   }
 }
 
+// `dst` holds the stored values of a tensor with `src`'s math bits: give them `dst`'s. The stored
+// values are rewritten through an alias with the bits cleared, so the ops below dispatch as plain
+// tensor ops; through `dst` itself a conjugate view would reach the Conjugate fallback, which
+// writes back with copy_, which ends here again.
+void apply_math_bits(const at::Tensor& src, const at::Tensor& dst) {
+  const bool conj = src.is_conj() != dst.is_conj();
+  const bool neg = src.is_neg() != dst.is_neg();
+  if (!conj && !neg) {
+    return;
+  }
+  at::Tensor stored = at::alias(dst);
+  stored._set_conj(false);
+  stored._set_neg(false);
+  if (!stored.is_complex()) {
+    stored.neg_();
+    return;
+  }
+  // Complex: conjugation negates the imaginary parts, negation every part, both the real parts.
+  at::Tensor parts = at::view_as_real(stored);
+  if (neg) {
+    parts.select(-1, 0).neg_();
+  }
+  if (conj != neg) {
+    parts.select(-1, 1).neg_();
+  }
+}
+
 } // namespace
 
 void copy_into(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
@@ -116,21 +145,20 @@ void copy_into(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) 
       "copy between ", src.device(), " and ", dst.device(), " is not supported by tpu");
   if (core_converts(src.scalar_type(), dst.scalar_type())) {
     copy_raw(src, dst, non_blocking);
+    apply_math_bits(src, dst);
   } else if (dst.is_cpu()) {
-    // The device cannot convert this pair: bring the raw values over, convert on the host.
+    // The device cannot convert this pair: bring the stored values over, give them src's math
+    // bits and let CPU's copy_ convert and apply them.
     at::Tensor host = at::empty(src.sizes(), src.options().device(at::kCPU));
     copy_raw(src, host, false);
+    host._set_conj(src.is_conj());
+    host._set_neg(src.is_neg());
     dst.copy_(host);
   } else {
+    // to() resolves the bits: host holds values.
     at::Tensor host = src.to(at::kCPU).to(dst.scalar_type());
     copy_raw(host, dst, false);
-  }
-  // Conjugate and negative bits are lazy flags of views: apply them the way CPU's copy_ does.
-  if (src.is_conj() != dst.is_conj()) {
-    dst.conj_physical_();
-  }
-  if (src.is_neg() != dst.is_neg()) {
-    dst.neg_();
+    apply_math_bits(host, dst);
   }
 }
 

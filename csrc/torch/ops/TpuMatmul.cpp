@@ -1,8 +1,11 @@
 // The matmul family: mm, bmm, addmm, baddbmm, addbmm, addmv, dot and vdot, each one batched GEMM
-// in the core (drivers/host/kernels/matmul/matmul.h). matmul, linear, einsum, mv and their backward
-// (mm and bmm on transposed views) reach these through PyTorch's composites, so autograd stays
-// PyTorch's own. Output metadata comes from the structured metas where the op has one.
+// in the core (drivers/host/kernels/matmul/matmul.h), and addr's out= form. matmul, linear,
+// einsum, mv and their backward (mm and bmm on transposed views) reach these through PyTorch's
+// composites, so autograd stays PyTorch's own. Output metadata comes from the structured metas
+// where the op has one.
 #include <ATen/ExpandUtils.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/addr.h>
 #include <ATen/ops/addmm_meta.h>
 #include <ATen/ops/addmv_meta.h>
 #include <ATen/ops/baddbmm_meta.h>
@@ -14,6 +17,7 @@
 #include <ATen/ops/scalar_tensor.h>
 #include <torch/library.h>
 
+#include "ops/TpuOps.h"
 #include "ops/TpuStructured.h"
 #include "runtime/TpuCore.h"
 
@@ -158,11 +162,32 @@ void launch_gemm(tpu_op_id op, const at::Tensor& out, const tpu_tensor& a, const
 
 // ---- mm, addmm ----
 
+// A conjugate out: a conjugate view given as out= or as self of an in-place op (PyTorch's
+// Conjugate key lets the matmuls through with the bit set, so that kernels can read conjugated
+// operands). The kernel writes stored values, so compute into a plain tensor and copy_ it in, as
+// CUDA's matmuls do. Returns false when out is plain and the caller goes on.
+template <typename Kernel>
+bool via_plain_out(const at::Tensor& self_in, const at::Tensor& out, Kernel kernel) {
+  if (!out.is_conj()) {
+    return false;
+  }
+  // Holds self's values where a meta already copied them into out.
+  at::Tensor plain = out.resolve_conj();
+  kernel(self_in.is_same(out) ? plain : self_in, plain);
+  out.copy_(plain);
+  return true;
+}
+
 // addmm_impl_cpu_'s order: the dtypes, the shortcuts (nothing to write, k == 0), then the
 // kernel's dtype dispatch.
 void mm_kernel(tpu_op_id op, const at::Tensor& self_in, const at::Tensor& a_in,
                const at::Tensor& b_in, const at::Scalar& beta, const at::Scalar& alpha,
                const at::Tensor& out, bool with_self) {
+  if (via_plain_out(self_in, out, [&](const at::Tensor& self, const at::Tensor& plain) {
+        mm_kernel(op, self, a_in, b_in, beta, alpha, plain, with_self);
+      })) {
+    return;
+  }
   // addmm_out_cpu expands self to the result's sizes before anything else.
   const at::Tensor addend =
       with_self ? *at::expand_size(self_in, {a_in.size(0), b_in.size(1)}, "addmm_out")
@@ -239,6 +264,11 @@ at::Tensor& addmm_(at::Tensor& self, const at::Tensor& mat1, const at::Tensor& m
 void bmm_kernel(tpu_op_id op, const at::Tensor& self_in, const at::Tensor& a_in,
                 const at::Tensor& b_in, const at::Scalar& beta, const at::Scalar& alpha,
                 const at::Tensor& out, bool with_self) {
+  if (via_plain_out(self_in, out, [&](const at::Tensor& self, const at::Tensor& plain) {
+        bmm_kernel(op, self, a_in, b_in, beta, alpha, plain, with_self);
+      })) {
+    return;
+  }
   check_device(out, {&a_in, &b_in});
   if (with_self) {
     check_device(out, {&self_in});
@@ -464,6 +494,31 @@ at::Tensor vdot(const at::Tensor& self, const at::Tensor& other) {
   return dot_impl(self.is_complex() ? self.conj() : self, other);
 }
 
+// ---- addr: PyTorch's composite functional form (outer product and an add, native ops), with
+// the checks of CPU's out= kernel, which the composite out= form other devices get does not make:
+// out on the inputs' device, and in place self is the result itself, not broadcast.
+at::Tensor& addr_out(const at::Tensor& self, const at::Tensor& vec1, const at::Tensor& vec2,
+                     const at::Scalar& beta, const at::Scalar& alpha, at::Tensor& out) {
+  check_out_device(self, out);
+  for (auto [vec, name] : {std::pair{&vec1, "vec1"}, std::pair{&vec2, "vec2"}}) {
+    TORCH_CHECK(vec->dim() == 1, "addr: Expected 1-D argument ", name, ", but got ", vec->dim(),
+                "-D");
+  }
+  if (out.is_same(self)) {
+    TORCH_CHECK(self.dim() == 2, "2D tensor expected, got ", self.dim(), "D tensor for input");
+    TORCH_CHECK(self.size(0) == vec1.size(0) && self.size(1) == vec2.size(0),
+                "size mismatch, input: ", self.sizes(), ", v1: ", vec1.sizes(), ", v2: ",
+                vec2.sizes());
+  }
+  at::Tensor result = at::addr(self, vec1, vec2, beta, alpha);
+  TORCH_CHECK(at::can_cast(result.scalar_type(), out.scalar_type()), "result type ",
+              result.scalar_type(), " can't be cast to the desired output type ",
+              out.scalar_type());
+  at::native::resize_output(out, result.sizes());
+  out.copy_(result);
+  return out;
+}
+
 // ---- the BLAS hand-over from Python ----
 
 // The driver's extra `name` as a function of type Fn, or nullptr when it has none.
@@ -508,6 +563,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("addmv", TORCH_FN(addmv));
   m.impl("addmv.out", TORCH_FN(addmv_out));
   m.impl("addmv_", TORCH_FN(addmv_));
+  m.impl("addr.out", TORCH_FN(addr_out));
   m.impl("dot", TORCH_FN(dot));
   m.impl("vdot", TORCH_FN(vdot));
 }
