@@ -1,14 +1,14 @@
 // The one boxed fallback for ops without a native kernel: it checks devices as CUDA would, counts
-// the call in the core, copies the inputs to the host (which synchronizes the stream), runs the CPU
-// kernel, writes mutated inputs back (ordered after the queued work) and returns outputs on the
-// device. In-place and out= semantics and the aliasing of mutable outputs are kept; view ops
+// the call in the core, mirrors the arguments on the host (TpuHostMirror.h; the copy synchronizes
+// the stream), runs the CPU kernel, writes mutated inputs back (ordered after the queued work) and
+// returns outputs on the device. In-place and out= semantics and the aliasing of mutable outputs are kept; view ops
 // never get here, they all have native kernels. TORCH_TPU_CPU_FALLBACK=0 turns it into an error.
 #include <ATen/CPUGeneratorImpl.h>
-#include <ATen/MemoryOverlap.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/_copy_from_and_resize.h>
 #include <torch/library.h>
 
+#include "ops/TpuHostMirror.h"
 #include "ops/TpuOps.h"
 #include "runtime/TpuCore.h"
 #include "runtime/TpuGenerator.h"
@@ -72,6 +72,9 @@ c10::Device target_device(
   for (size_t i = 0; i < args.size(); i++) {
     const c10::IValue& arg = args[i];
     const bool host_ok = accepts_host_tensors(schema.arguments()[i]);
+    // A 0-d CPU tensor is a scalar operand, but never a destination (out=, self of an in-place op).
+    const auto* alias = schema.arguments()[i].alias_info();
+    const bool written = alias && alias->isWrite();
     if (arg.isDevice() && arg.toDevice().is_privateuseone()) {
       device_arg = arg.toDevice();
     }
@@ -82,7 +85,7 @@ c10::Device target_device(
       TORCH_CHECK_NOT_IMPLEMENTED(
           t.layout() == c10::Layout::Strided, "Could not run '", name, "' with ", t.layout(),
           " tensors on tpu: only strided tensors are supported");
-      bool host_scalar = t.is_cpu() && t.dim() == 0;
+      bool host_scalar = t.is_cpu() && t.dim() == 0 && !written;
       if (t.is_privateuseone() && !tpu) {
         tpu = t.device();
       } else if (t.device() != tpu && !host_scalar && !host_ok && !other) {
@@ -100,10 +103,6 @@ c10::Device target_device(
   return *tpu;
 }
 
-at::Tensor to_host(const at::Tensor& t) {
-  return t.defined() && t.is_privateuseone() ? t.to(at::kCPU) : t;
-}
-
 // A CPU generator seeded from the tpu generator, so fallback random ops follow torch.tpu's seed.
 at::Generator host_generator(const c10::IValue& arg, c10::DeviceIndex device) {
   std::optional<at::Generator> tpu_gen;
@@ -116,22 +115,6 @@ at::Generator host_generator(const c10::IValue& arg, c10::DeviceIndex device) {
 
 bool is_generator_arg(const c10::Argument& arg) {
   return arg.type()->str().find("Generator") != std::string::npos;
-}
-
-// A written argument that partially overlaps another argument gives a wrong answer once each is
-// copied to the host separately; the CPU kernel would have refused it, so refuse it here.
-void check_written_overlap(const c10::FunctionSchema& schema, c10::ArrayRef<c10::IValue> args) {
-  for (size_t i = 0; i < args.size(); i++) {
-    const auto* alias = schema.arguments()[i].alias_info();
-    if (!alias || !alias->isWrite() || !args[i].isTensor() || !args[i].toTensor().defined()) {
-      continue;
-    }
-    for (size_t j = 0; j < args.size(); j++) {
-      if (j != i && args[j].isTensor() && args[j].toTensor().defined()) {
-        at::assert_no_partial_overlap(args[i].toTensor(), args[j].toTensor());
-      }
-    }
-  }
 }
 
 // Seeded ops without a Generator argument (dropout) draw from the CPU default generator: reseed it
@@ -172,29 +155,34 @@ void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const size_t begin = stack->size() - n_args;
   c10::ArrayRef<c10::IValue> args(stack->data() + begin, n_args);
   const c10::Device device = target_device(name, schema, args);
-  check_written_overlap(schema, args);
   begin_host_fallback(name.c_str());
   bool has_generator = false;
   for (const auto& arg : schema.arguments()) {
     has_generator = has_generator || is_generator_arg(arg);
   }
 
-  // Inputs to the host, keeping the originals for write-back and aliasing.
+  // Arguments to the host (see TpuHostMirror.h), keeping the originals for write-back and
+  // aliasing.
   std::vector<c10::IValue> originals(args.begin(), args.end());
+  HostMirror mirror;
+  for (const c10::IValue& arg : originals) {
+    for_each_tensor(arg, [&](const at::Tensor& t) { mirror.reach(t); });
+  }
+  mirror.copy_in();
   for (size_t i = 0; i < n_args; i++) {
     c10::IValue& arg = (*stack)[begin + i];
     if (arg.isTensor()) {
-      arg = to_host(arg.toTensor());
+      arg = mirror.view(arg.toTensor());
     } else if (arg.isTensorList()) {
       std::vector<at::Tensor> host;
       for (const at::Tensor& t : arg.toTensorVector()) {
-        host.push_back(to_host(t));
+        host.push_back(mirror.view(t));
       }
       arg = c10::IValue(c10::List<at::Tensor>(host));
     } else if (arg.isOptionalTensorList()) {
       c10::List<std::optional<at::Tensor>> host;
       for (const auto& t : arg.toOptionalTensorVector()) {
-        host.push_back(t.has_value() ? std::optional<at::Tensor>(to_host(*t)) : std::nullopt);
+        host.push_back(t.has_value() ? std::optional<at::Tensor>(mirror.view(*t)) : std::nullopt);
       }
       arg = c10::IValue(host);
     } else if (arg.isDevice()) {
