@@ -47,6 +47,9 @@ NATIVE_METADATA_ONLY = {
     # Pool.h: pooling output sizes and argument checks, from the sizes and parameters only.
     "pooling_output_shape",
     "pool3d_shape_check",
+    # Gelu.h: the parser of gelu's `approximate` argument (raises on an unknown value).
+    "get_gelutype_enum",
+    "GeluType::Tanh",
 }
 
 RULES: dict[str, re.Pattern[str]] = {

@@ -339,6 +339,52 @@ def test_batch_norm_gradients(dtype: torch.dtype, training: bool, eager_mode: st
     grads(lambda t: F.batch_norm(t, None, None, None, None, True), cl, rtol=rtol, atol=rtol)
 
 
+@pytest.mark.parametrize(
+    "norm, layout",
+    [
+        ("batch_norm", "expanded_input"),
+        ("batch_norm", "expanded_grad"),
+        ("batch_norm", "strided_weight"),
+        ("instance_norm", "expanded_grad"),
+        ("instance_norm", "strided_weight"),
+    ],
+)
+def test_batch_norm_broadcast_layouts(norm: str, layout: str, eager_mode: str) -> None:
+    """Issue 38: an input or gradient whose spatial dimensions are broadcast (stride 0, as the
+    gradient of a sum is) and per-channel tensors that are strided views. (An instance of
+    constant planes has no variance: instance_norm gets no expanded input.)"""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 5, 4, 2, generator=g)
+    wide = torch.randn(5, 3, generator=g)
+    results = []
+    for dev in ("cpu", DEV):
+        t = x.to(dev)
+        if layout == "expanded_input":
+            t = t[:, :, :1, :1].expand(3, 5, 4, 2)
+        t = t.detach().requires_grad_()
+        w = wide.to(dev)[:, 1] if layout == "strided_weight" else wide.to(dev)[:, 0].contiguous()
+        w = w.detach().requires_grad_()
+        stats = (torch.zeros(5, device=dev), torch.ones(5, device=dev))
+        if norm == "batch_norm":
+            y = F.batch_norm(t, *stats, w, w * 0.5, training=True)
+        else:
+            y = F.instance_norm(t, *stats, w, w * 0.5, use_input_stats=True)
+        y.sum().backward() if layout == "expanded_grad" else (y * y).sum().backward()
+        results.append([y, stats[0], stats[1], t.grad, w.grad])
+    for got, want in zip(results[1], results[0], strict=True):
+        torch.testing.assert_close(got.detach().cpu(), want.detach(), rtol=1e-4, atol=1e-4)
+
+
+def test_batch_norm_refuses_per_channel_tensors_of_other_ranks(eager_mode: str) -> None:
+    """CUDA's kernels (and CPU's backward) read weights and statistics through 1-d accessors."""
+    x = torch.randn(3, 5, 4, device=DEV)
+    for w in (torch.ones(1, 5, device=DEV), torch.ones(5, 1, device=DEV)):
+        with pytest.raises(RuntimeError, match="TensorAccessor expected 1 dims"):
+            F.batch_norm(x, None, None, w, None, training=True)
+        with pytest.raises(RuntimeError, match="TensorAccessor expected 1 dims"):
+            F.batch_norm(x, w, w.abs(), None, None, training=False)
+
+
 def test_batch_norm_errors() -> None:
     x, rm, rv, w, b = batch_norm_args(torch.float32, (4, 3, 5), True, stats=True)
     raises_like_cpu(lambda t, m, v: F.batch_norm(t, m, v, training=False), x, rm[:2], rv[:2])

@@ -19,7 +19,8 @@
  *
  * Pooling sees [N, C, spatial...] (1 to 3 spatial dimensions) as convolutions do. scalars[0].u
  * to [3].u hold the packed kernel size, stride, padding and dilation (ignored by the adaptive
- * modes), [4].u the mode (TPU_POOL_*) | TPU_POOL_COUNT_PAD, [5].i a divisor override (0: none).
+ * modes), [4].u the mode (TPU_POOL_*) | TPU_POOL_COUNT_PAD, [5].i a divisor override (0: none;
+ * a negative one divides as in PyTorch).
  * POOL: tensor x; outputs y and, for the max modes, int64 indices (flat within the input plane).
  * POOL_BACKWARD: tensors dy and, for the max modes, indices; output dx.
  * PyTorch CPU's windows, divisors and NaN rule (a NaN always wins a max); forward max pooling also

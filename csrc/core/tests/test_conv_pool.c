@@ -1,6 +1,7 @@
 /* The pooling kernels on small hand-checked cases: max pooling (padding, dilation, a NaN that
  * wins, integer dtypes) and its backward through the indices (overlapping windows, a bad index),
- * average pooling (padding counted or not, a divisor override, int64), and the adaptive forms. */
+ * average pooling (padding counted or not, a divisor override of either sign, int64), and the
+ * adaptive forms. */
 #include <math.h>
 #include <string.h>
 
@@ -110,11 +111,25 @@ static void test_avg_pool(void) {
   a.divisor = 3;
   CHECK_OK(pool(&a, plane(x, TPU_FLOAT64, 3, 3), plane(y, TPU_FLOAT64, 2, 2), NULL));
   CHECK(y[3] == 28.0 / 3);
-  /* int64 divides as integers */
+  /* a negative override divides as PyTorch's does, forward and backward */
+  a.divisor = -2;
+  CHECK_OK(pool(&a, plane(x, TPU_FLOAT64, 3, 3), plane(y, TPU_FLOAT64, 2, 2), NULL));
+  CHECK(y[0] == -0.5 && y[3] == -14);
+  CHECK_OK(pool_backward(&a, plane(dy, TPU_FLOAT64, 2, 2), NULL, plane(dx, TPU_FLOAT64, 3, 3)));
+  CHECK(dx[0] == -2 && dx[4] == -2);
+  /* int64 divides as integers, truncating; INT64_MIN / -1 wraps */
   int64_t xi[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, yi[4];
   a.divisor = 0;
   CHECK_OK(pool(&a, plane(xi, TPU_INT64, 3, 3), plane(yi, TPU_INT64, 2, 2), NULL));
   CHECK(yi[0] == 1 && yi[1] == 2 && yi[2] == 5 && yi[3] == 7);
+  a.divisor = -3;
+  CHECK_OK(pool(&a, plane(xi, TPU_INT64, 3, 3), plane(yi, TPU_INT64, 2, 2), NULL));
+  CHECK(yi[0] == 0 && yi[1] == -1 && yi[2] == -3 && yi[3] == -9);
+  int64_t xmin[1] = {INT64_MIN}, ymin[1];
+  pool_args one = {{1, 1}, {1, 1}, {0, 0}, {1, 1}, TPU_POOL_AVG, -1};
+  CHECK_OK(pool(&one, plane(xmin, TPU_INT64, 1, 1), plane(ymin, TPU_INT64, 1, 1), NULL));
+  CHECK(ymin[0] == INT64_MIN);
+  a.divisor = 0;
   /* average pooling refuses int32; max pooling's backward refuses integers */
   int32_t x32[9] = {0}, y32[4];
   CHECK(pool(&a, plane(x32, TPU_INT32, 3, 3), plane(y32, TPU_INT32, 2, 2), NULL) ==

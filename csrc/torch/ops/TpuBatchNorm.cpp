@@ -3,12 +3,14 @@
 // the core's batch-norm kernels. Outputs follow PyTorch's meta functions,
 // which give CUDA's metadata: the input's memory format, and saved statistics of size C (float32
 // for float16 and bfloat16 inputs) in evaluation too (CPU returns empty ones there).
+#include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/native_batch_norm.h>
 #include <ATen/ops/native_batch_norm_backward.h>
 #include <torch/library.h>
 
+#include "ops/TpuOps.h"
 #include "ops/TpuReduce.h"
 
 namespace torch_tpu {
@@ -50,11 +52,15 @@ bool spatial_mergeable(const at::Tensor& t) {
 NCS ncs_view(const at::Tensor& t) {
   NCS r{spatial_mergeable(t) ? t : t.contiguous(t.suggest_memory_format()), {}};
   tpu_tensor v = core_view(r.tensor);
-  int64_t s = 1, s_stride = 0; // s_stride: the innermost non-trivial spatial dimension's
+  // s_stride: the innermost non-trivial spatial dimension's (0 when broadcast, as the gradient
+  // of a sum is).
+  int64_t s = 1, s_stride = 1;
+  bool found = false;
   for (int64_t d = r.tensor.dim() - 1; d >= 2; d--) {
     s *= r.tensor.size(d);
-    if (r.tensor.size(d) != 1 && s_stride == 0) {
+    if (r.tensor.size(d) != 1 && !found) {
       s_stride = r.tensor.stride(d);
+      found = true;
     }
   }
   v.ndim = 3;
@@ -63,12 +69,12 @@ NCS ncs_view(const at::Tensor& t) {
   v.sizes[1] = r.tensor.size(1);
   v.strides[1] = r.tensor.stride(1);
   v.sizes[2] = s;
-  v.strides[2] = s_stride != 0 ? s_stride : 1;
+  v.strides[2] = s_stride;
   r.view = v;
   return r;
 }
 
-// A per-channel tensor as a 1-d view, or an empty one when absent.
+// A per-channel tensor (1-d: see check_channels) as a core view, or an empty one when absent.
 tpu_tensor channels_view(const at::Tensor& t) {
   static char nothing; // the base of a view without elements: never read
   tpu_tensor v{};
@@ -81,13 +87,17 @@ tpu_tensor channels_view(const at::Tensor& t) {
   v = core_view(t);
   v.ndim = 1;
   v.sizes[0] = t.numel();
-  v.strides[0] = t.dim() > 0 ? t.stride(-1) : 1;
+  v.strides[0] = t.stride(0);
   return v;
 }
 
+// PyTorch's frontends check only the element count; CUDA's kernels (and CPU's backward) read
+// per-channel tensors through 1-d accessors, which refuse other ranks.
 void check_channels(const at::Tensor& t, int64_t c, const char* name) {
   TORCH_CHECK(!t.defined() || t.numel() == c, name, " should contain ", c, " elements not ",
               t.defined() ? t.numel() : 0);
+  TORCH_CHECK(!t.defined() || t.dim() == 1, "TensorAccessor expected 1 dims but tensor has ",
+              t.dim(), " (batch_norm's ", name, ")");
 }
 
 at::ScalarType stat_dtype(const at::Tensor& input) {
@@ -141,6 +151,31 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm(
   return {out, save_mean, save_invstd};
 }
 
+// The out= form gives what the functional form gives (CUDA's saved statistics of size C), resized
+// into the outs as CUDA's out= kernels resize; the CPU kernel the fallback would run leaves them
+// empty in evaluation.
+std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> batch_norm_out(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight,
+    const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& running_mean,
+    const std::optional<at::Tensor>& running_var, bool training, double momentum, double eps,
+    at::Tensor& out, at::Tensor& save_mean, at::Tensor& save_invstd) {
+  for (const at::Tensor* dst : {&out, &save_mean, &save_invstd}) {
+    check_out_device(input, *dst);
+  }
+  auto results = batch_norm(input, weight, bias, running_mean, running_var, training, momentum,
+                            eps);
+  for (auto [from, to] : {std::pair{std::get<0>(results), &out},
+                          std::pair{std::get<1>(results), &save_mean},
+                          std::pair{std::get<2>(results), &save_invstd}}) {
+    TORCH_CHECK(at::can_cast(from.scalar_type(), to->scalar_type()), "result type ",
+                from.scalar_type(), " can't be cast to the desired output type ",
+                to->scalar_type());
+    at::native::resize_output(*to, from.sizes());
+    to->copy_(from);
+  }
+  return {out, save_mean, save_invstd};
+}
+
 std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward(
     const at::Tensor& grad_out, const at::Tensor& input,
     const std::optional<at::Tensor>& weight_opt, const std::optional<at::Tensor>& running_mean_opt,
@@ -154,6 +189,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward(
   at::Tensor mean = train ? smean : rmean, stat = train ? sinvstd : rvar;
   TORCH_CHECK(mean.defined() && stat.defined(), "batch_norm backward: the ",
               train ? "saved" : "running", " statistics must be defined");
+  check_channels(weight, c, "weight");
+  check_channels(mean, c, train ? "save_mean" : "running_mean");
+  check_channels(stat, c, train ? "save_invstd" : "running_var");
   at::TensorOptions param = weight.defined() ? weight.options() : input.options();
   at::Tensor dx, dw, db;
   if (mask[0]) {
@@ -212,6 +250,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_legit_no_stats(
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("native_batch_norm", TORCH_FN(batch_norm));
+  m.impl("native_batch_norm.out", TORCH_FN(batch_norm_out));
   m.impl("_native_batch_norm_legit", TORCH_FN(batch_norm_legit));
   m.impl("_native_batch_norm_legit.no_stats", TORCH_FN(batch_norm_legit_no_stats));
   m.impl("native_batch_norm_backward", TORCH_FN(batch_norm_backward));

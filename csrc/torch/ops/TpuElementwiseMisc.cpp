@@ -400,6 +400,7 @@ Tensor& logical_not_out(const Tensor& self, Tensor& out) {
 // real result casts to out's dtype (made for empty tensors too).
 Tensor& abs_out(const Tensor& self, Tensor& out) {
   if (!is_native(self.scalar_type())) {
+    check_out_device(self, out);
     const at::ScalarType real = c10::toRealValueType(self.scalar_type());
     TORCH_CHECK(at::canCast(real, out.scalar_type()), "result type ", real,
                 " can't be cast to the desired output type ", out.scalar_type());

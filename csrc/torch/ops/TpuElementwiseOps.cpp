@@ -1,5 +1,6 @@
 // The structured elementwise ops: one line per ATen op, naming its meta, the run function that
 // picks the core op and its parameters, and the functional, in-place and out= schemas.
+#include <ATen/native/Gelu.h>
 #include <ATen/ops/acos_meta.h>
 #include <ATen/ops/add_meta.h>
 #include <ATen/ops/addcdiv_meta.h>
@@ -97,11 +98,15 @@ void div_mode(const Iter& it, const Tensor&, const Tensor&,
   tpu_op_id op = !mode ? TPU_OP_DIV : *mode == "trunc" ? TPU_OP_DIV_TRUNC : TPU_OP_DIV_FLOOR;
   run(op, it);
 }
+// PyTorch's parser of `approximate` refuses anything but "none" and "tanh", as CPU and CUDA do.
+bool gelu_tanh(c10::string_view approximate) {
+  return at::native::get_gelutype_enum(approximate) == at::native::GeluType::Tanh;
+}
 void gelu(const Iter& it, const Tensor&, c10::string_view approximate) {
-  run(approximate == "tanh" ? TPU_OP_GELU_TANH : TPU_OP_GELU, it);
+  run(gelu_tanh(approximate) ? TPU_OP_GELU_TANH : TPU_OP_GELU, it);
 }
 void gelu_backward(const Iter& it, const Tensor&, const Tensor&, c10::string_view approximate) {
-  run(approximate == "tanh" ? TPU_OP_GELU_TANH_BACKWARD : TPU_OP_GELU_BACKWARD, it);
+  run(gelu_tanh(approximate) ? TPU_OP_GELU_TANH_BACKWARD : TPU_OP_GELU_BACKWARD, it);
 }
 void softplus(const Iter& it, const Tensor&, const Scalar& beta, const Scalar& threshold) {
   run(TPU_OP_SOFTPLUS, it, {opmath(beta), opmath(threshold)});

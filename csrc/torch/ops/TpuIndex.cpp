@@ -1,5 +1,6 @@
 // index_select: gathers along one dimension; an index out of range is found by the kernel, so it
 // raises at the op under launch blocking and at the next synchronization otherwise.
+#include <ATen/MemoryOverlap.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/ops/empty.h>
 #include <torch/library.h>
@@ -40,6 +41,10 @@ at::Tensor& index_select_out(
   TORCH_CHECK(
       out.device() == self.device() && out.scalar_type() == self.scalar_type(),
       "index_select(): out must be a ", self.scalar_type(), " tensor on ", self.device());
+  // index_select_out_cpu_'s checks: out may not overlap itself or the inputs.
+  at::assert_no_internal_overlap(out);
+  at::assert_no_overlap(out, self);
+  at::assert_no_overlap(out, index);
   out.resize_(result_shape(self, dim, index));
   if (out.numel() == 0 && index.numel() == 0) {
     return out;

@@ -234,23 +234,15 @@ at::Tensor nonzero(const at::Tensor& self) {
   return nonzero_out(self, out);
 }
 
-void warn_byte_mask(const at::Tensor& mask, const char* name) {
-  if (mask.scalar_type() == at::kByte) {
-    TORCH_WARN(name, " received a mask with dtype torch.uint8, this behavior is now deprecated,"
-               "please use a mask with dtype torch.bool instead.");
-  }
-}
-
 at::Tensor& masked_select_out(const at::Tensor& self, const at::Tensor& mask, at::Tensor& out) {
-  TORCH_CHECK(mask.scalar_type() == at::kByte || mask.scalar_type() == at::kBool,
-              "masked_select: expected BoolTensor or ByteTensor for mask");
+  // uint8 masks, long deprecated, are refused now, as on CPU and CUDA.
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_select: expected BoolTensor for mask");
   TORCH_CHECK(self.scalar_type() == out.scalar_type(),
               "masked_select(): self and result must have the same scalar type");
   check_same_device("masked_select", self.device(), {&mask, &out});
   at::assert_no_internal_overlap(out);
   at::assert_no_overlap(out, self);
   at::assert_no_overlap(out, mask);
-  warn_byte_mask(mask, "masked_select");
   auto [b_mask, b_self] = at::expand_outplace(mask, self);
   int64_t n = count_nonzero_sync(*b_mask);
   at::native::resize_output(out, {n});
@@ -272,12 +264,11 @@ at::Tensor& masked_scatter_(at::Tensor& self, const at::Tensor& mask, const at::
   TORCH_CHECK(self.scalar_type() == source.scalar_type(), "masked_scatter_: expected self and "
               "source to have same dtypes but got", self.scalar_type(), " and ",
               source.scalar_type());
-  TORCH_CHECK(mask.scalar_type() == at::kBool || mask.scalar_type() == at::kByte,
+  TORCH_CHECK(mask.scalar_type() == at::kBool,
               "masked_scatter_ only supports boolean masks, but got mask with dtype ",
               mask.scalar_type());
   check_same_device("masked_scatter_", self.device(), {&mask, &source});
   c10::MaybeOwned<at::Tensor> b_mask = at::expand_inplace(self, mask, "masked_scatter_");
-  warn_byte_mask(mask, "masked_scatter_");
   if (self.numel() > 0) {
     at::Tensor src = source.contiguous();
     launch(self.device().index(), make_call(TPU_OP_MASKED_SCATTER,

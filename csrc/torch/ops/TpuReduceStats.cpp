@@ -264,6 +264,7 @@ at::Tensor& norm_dim_dtype_out(const at::Tensor& self, const std::optional<at::S
 // reduced dimensions and do not broadcast into a 0-d result).
 at::Tensor& logsumexp_out(const at::Tensor& self, at::IntArrayRef dims, bool keepdim,
                           at::Tensor& out) {
+  check_out_device(self, out);
   TORCH_CHECK(at::isFloatingType(out.scalar_type()) || at::isComplexType(out.scalar_type()),
               "logsumexp(): Expected floating point type for result tensor, but got: ",
               out.scalar_type());

@@ -17,7 +17,7 @@ typedef struct pool_job {
   int64_t ker[3], stride[3], pad[3], dil[3], in[3], out[3], ip;
   unsigned mode;
   bool count_pad;
-  int64_t divisor; /* 0: none */
+  int64_t divisor; /* 0: none; negative ones divide as PyTorch's do */
   atomic_bool bad_index, no_memory;
 } pool_job;
 
@@ -157,10 +157,12 @@ static void avg_one(const pool_job *j, int64_t n, int64_t c, const int64_t o[3])
   char *dst = (char *)element(&j->y, n, c, o[0], o[1], o[2]);
   double div = divisor_of(j, w);
   if (integer) {
-    int64_t d = (int64_t)div, q = d > 0 ? isum / d : 0;
+    /* INT64_MIN / -1 overflows: wrap it as the hardware's two's complement does. */
+    int64_t d = (int64_t)div;
+    int64_t q = d == -1 ? (int64_t)(0u - (uint64_t)isum) : d != 0 ? isum / d : 0;
     memcpy(dst, &q, sizeof q);
   } else {
-    tpu_real_store(dst, j->y.dtype, div > 0 ? sum / div : 0.0);
+    tpu_real_store(dst, j->y.dtype, div != 0 ? sum / div : 0.0);
   }
 }
 
@@ -207,7 +209,7 @@ static void pool_backward_plane(int64_t begin, int64_t end, int chunk, void *ctx
             continue;
           }
           window w[3] = {window_of(j, 0, o0), window_of(j, 1, o1), window_of(j, 2, o2)};
-          double div = divisor_of(j, w), share = div > 0 ? g / div : 0.0;
+          double div = divisor_of(j, w), share = div != 0 ? g / div : 0.0;
           for (int64_t i0 = w[0].lo; i0 < w[0].hi; i0++)
             for (int64_t i1 = w[1].lo; i1 < w[1].hi; i1++)
               for (int64_t i2 = w[2].lo; i2 < w[2].hi; i2++)
@@ -236,7 +238,7 @@ static tpu_status pool_setup(pool_job *j, const tpu_op_call *call, const tpu_ten
                                  (j->mode == TPU_POOL_AVG && x->dtype == TPU_INT64)));
   if (nd < 3 || nd > 5 || y->ndim != nd || y->dtype != x->dtype || !dtype_ok ||
       y->sizes[0] != x->sizes[0] ||
-      y->sizes[1] != x->sizes[1] || (is_max(j) != (idx != NULL)) || j->divisor < 0)
+      y->sizes[1] != x->sizes[1] || (is_max(j) != (idx != NULL)))
     return tpu_error(TPU_ERR_VALUE, "%s: malformed call", op);
   if (idx) {
     if (idx->dtype != TPU_INT64 || !tpu_tensor_same_sizes(idx, y))
