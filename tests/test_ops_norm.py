@@ -375,6 +375,66 @@ def test_batch_norm_broadcast_layouts(norm: str, layout: str, eager_mode: str) -
         torch.testing.assert_close(got.detach().cpu(), want.detach(), rtol=1e-4, atol=1e-4)
 
 
+BN_EDGES = {
+    # (input, running_mean, running_var, weight, bias, training): each hand-checked exact value
+    "equal_huge_values": ([[[3.4e38, 3.4e38]]], None, None, None, None, True, [[[0.0, 0.0]]]),
+    "constant_channel": (
+        [[1.0, 1.0], [1.0, 1.0]],
+        None,
+        None,
+        [2.68, 1.0],
+        [-0.49, 0.0],
+        True,
+        [[-0.49, 0.0], [-0.49, 0.0]],
+    ),
+    "huge_weight": ([[3.0], [4.0]], None, None, [3e38], None, True, [[-2.99985e38], [2.99985e38]]),
+    "huge_input_small_weight": ([[-3.4e38]], [1.0], [0.5], [-0.25], None, False, [[1.2021e38]]),
+}
+
+
+@pytest.mark.parametrize("case", BN_EDGES)
+def test_batch_norm_keeps_finite_what_is_finite(case: str, eager_mode: str) -> None:
+    """Y = (X - mean) * (invstd * W) + B: no cancellation of X * alpha against B - mean * alpha
+    (CPU's contiguous form) and no overflow of (X - mean) * invstd before W (CUDA's)."""
+    x, rm, rv, w, b, training, want = BN_EDGES[case]
+    t = lambda v: None if v is None else torch.tensor(v, device=DEV)  # noqa: E731
+    y = F.batch_norm(t(x), t(rm), t(rv), t(w), t(b), training=training, eps=1e-5)
+    torch.testing.assert_close(y.cpu(), torch.tensor(want), rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", ["float64_max_row", "bfloat16_huge_weight"])
+def test_layer_norm_of_extreme_rows(case: str, eager_mode: str) -> None:
+    """A row of DBL_MAX (its sum overflows, Welford's mean does not: y is 0), and a weight near
+    bfloat16's largest whose product with xhat overflows float while y, after the bias, does
+    not."""
+    if case == "float64_max_row":
+        big = torch.finfo(torch.float64).max
+        x, w, b = torch.full((5,), big, dtype=torch.float64), None, None
+    else:
+        big = torch.finfo(torch.bfloat16).max
+        x = torch.tensor([0.0, -3.0, -2.0, 3.0, -3.0], dtype=torch.bfloat16)
+        w = torch.full((5,), -big, dtype=torch.bfloat16)
+        b = torch.tensor([-1.0, 2.0, 4.0, big, -1.0], dtype=torch.bfloat16)
+    dev = [None if t is None else t.to(DEV) for t in (w, b)]
+    got = F.layer_norm(x.to(DEV), (5,), *dev).cpu()
+    up = [None if t is None else t.double() for t in (w, b)]
+    exact = F.layer_norm(x.double() / 4 if case == "float64_max_row" else x.double(), (5,), *up)
+    assert bool(torch.isfinite(got).all())
+    torch.testing.assert_close(got, exact.to(x.dtype))
+
+
+def test_batch_norm_output_layout_as_cpu(eager_mode: str) -> None:
+    """batch_norm_cpu's rule: the format the input is contiguous in when all is contiguous."""
+    x = torch.randn(2, 1, 2, 2).permute(2, 1, 3, 0).permute(3, 2, 0, 1)  # channels-last (2,2,2,1)
+    rm, rv = torch.zeros(2), torch.ones(2)
+    want = F.batch_norm(x, rm, rv, training=False)
+    got = F.batch_norm(x.to(DEV), rm.to(DEV), rv.to(DEV), training=False)
+    assert got.is_contiguous(memory_format=torch.channels_last) == want.is_contiguous(
+        memory_format=torch.channels_last
+    )
+    torch.testing.assert_close(got.cpu(), want)
+
+
 def test_batch_norm_refuses_per_channel_tensors_of_other_ranks(eager_mode: str) -> None:
     """CUDA's kernels (and CPU's backward) read weights and statistics through 1-d accessors."""
     x = torch.randn(3, 5, 4, device=DEV)

@@ -30,10 +30,13 @@
  *   BATCH_NORM: X, W, B -> Y, save_mean, save_invstd, running_mean, running_var (the last two are
  *     read, and updated in training); scalars[0].f = eps, [1].f = momentum, [2].i = training.
  *     Training takes the batch's mean and biased variance and moves the running statistics
- *     towards them (the variance unbiased); evaluation uses the running ones. Y = X * alpha + beta
- *     with alpha = invstd * W, beta = B - mean * alpha, as PyTorch CPU. save_mean and save_invstd
- *     receive the statistics used, and beta takes the mean as they store it (rounded to the
- *     compute type), so BATCH_NORM_APPLY recomputes Y bit for bit from them.
+ *     towards them (the variance unbiased); evaluation uses the running ones. Y = (X - mean) *
+ *     alpha + B with alpha = invstd * W, or ((X - mean) * invstd) * W + B in a channel whose
+ *     alpha overflows the compute type: CPU's contiguous path folds B - mean * alpha into one
+ *     term, which cancels against X * alpha or overflows, and CUDA's (X - mean) * invstd can
+ *     overflow before W scales it down; these forms do neither. save_mean and save_invstd
+ *     receive the statistics used, and Y takes the mean as they store it (rounded to the compute
+ *     type), so BATCH_NORM_APPLY recomputes Y bit for bit from them.
  *   BATCH_NORM_APPLY: X, W, B, mean, invstd -> Y: the forward's Y from statistics it saved (fused
  *     mode recomputes a normalized value in backward instead of keeping it, exec/tpu_remat.h).
  *   BATCH_NORM_BACKWARD: dY, X, W, mean, invstd -> dX, dW, dB; scalars[0].f = eps, [2].i =

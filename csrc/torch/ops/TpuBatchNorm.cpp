@@ -1,8 +1,8 @@
 // native_batch_norm (and the _native_batch_norm_legit forms of AOTAutograd's graphs) and
 // native_batch_norm_backward (what F.batch_norm and its autograd reach on a PrivateUse1 device) on
-// the core's batch-norm kernels. Outputs follow PyTorch's meta functions,
-// which give CUDA's metadata: the input's memory format, and saved statistics of size C (float32
-// for float16 and bfloat16 inputs) in evaluation too (CPU returns empty ones there).
+// the core's batch-norm kernels. The output takes the memory format batch_norm_cpu chooses (see
+// output_format); the saved statistics are CUDA's: of size C (float32 for float16 and bfloat16
+// inputs) in evaluation too (CPU returns empty ones there).
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
@@ -100,6 +100,24 @@ void check_channels(const at::Tensor& t, int64_t c, const char* name) {
               t.dim(), " (batch_norm's ", name, ")");
 }
 
+// The output's memory format as batch_norm_cpu chooses it: the format the input is contiguous in
+// when it and every per-channel tensor are contiguous, else the format its strides suggest.
+at::MemoryFormat output_format(const at::Tensor& input,
+                               std::initializer_list<const at::Tensor*> per_channel) {
+  bool all_contiguous = input.is_contiguous() ||
+                        input.is_contiguous(at::MemoryFormat::ChannelsLast) ||
+                        input.is_contiguous(at::MemoryFormat::ChannelsLast3d);
+  for (const at::Tensor* t : per_channel) {
+    all_contiguous = all_contiguous && (!t->defined() || t->is_contiguous());
+  }
+  if (!all_contiguous) {
+    return input.suggest_memory_format();
+  }
+  return input.is_contiguous()                                      ? at::MemoryFormat::Contiguous
+         : input.is_contiguous(at::MemoryFormat::ChannelsLast3d) ? at::MemoryFormat::ChannelsLast3d
+                                                                   : at::MemoryFormat::ChannelsLast;
+}
+
 at::ScalarType stat_dtype(const at::Tensor& input) {
   return input.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
 }
@@ -119,7 +137,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm(
   check_channels(rvar, c, "running_var");
   TORCH_CHECK(training || (rmean.defined() && rvar.defined()),
               "running_mean and running_var must be defined in evaluation mode");
-  at::Tensor out = at::empty_like(input, input.suggest_memory_format());
+  at::Tensor out = at::empty_like(input, output_format(input, {&weight, &bias, &rmean, &rvar}));
   at::TensorOptions stats = input.options().dtype(stat_dtype(input));
   at::Tensor save_mean = at::empty({c}, stats), save_invstd = at::empty({c}, stats);
   if (!floating_or_none(input) || !floating_or_none(weight) || !floating_or_none(bias) ||

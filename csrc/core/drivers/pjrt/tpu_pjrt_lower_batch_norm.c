@@ -91,17 +91,29 @@ static tpu_hlo_value invstd_of(bn *b, tpu_hlo_value var, tpu_hlo_value eps) {
   return in_class(b, bin(b, "divide", one, tpu_hlo_unary(b->h, "sqrt", sum)));
 }
 
-/* Y = X * alpha + beta in the compute type: alpha = invstd * W, beta = B - mean * alpha. */
+/* Y = ((X - mean) * a) * s + B in the compute type, the mean rounded to it as save_mean stores
+ * it: a = invstd * W and s = 1, or a = invstd and s = W in a channel where that product
+ * overflows the compute type (the host kernel's forms, ops/tpu_ops_norm.h). */
 static tpu_hlo_value normalize(bn *b, const tpu_op_call *call, const tpu_hlo_value *in,
                                tpu_hlo_value mean, tpu_hlo_value invstd) {
   const tpu_tensor *t = call->tensors;
-  tpu_hlo_value alpha = in_class(b, bin(b, "multiply", invstd, channels_or(b, &t[1], &in[1],
-                                                                           "1.0")));
-  tpu_hlo_value beta = in_class(b, bin(b, "subtract", channels_or(b, &t[2], &in[2], "0.0"),
-                                       bin(b, "multiply", in_class(b, mean), alpha)));
+  tpu_hlo_value w = channels_or(b, &t[1], &in[1], "1.0");
+  tpu_hlo_value alpha = bin(b, "multiply", invstd, w);
+  tpu_hlo_value limit = tpu_hlo_full(b->h, TPU_FLOAT64,
+                                     b->cls == TPU_FLOAT64 ? "1.7976931348623157e+308"
+                                                           : "3.4028234663852886e+38",
+                                     &alpha);
+  tpu_hlo_value split =
+      tpu_hlo_compare(b->h, "GT", tpu_hlo_unary(b->h, "abs", alpha), limit);
+  tpu_hlo_value one = tpu_hlo_full(b->h, TPU_FLOAT64, "1.0", &alpha);
+  tpu_hlo_value a = tpu_hlo_select(b->h, split, invstd, alpha);
+  tpu_hlo_value scale = tpu_hlo_select(b->h, split, w, one);
+  tpu_hlo_value bias = to(b, channels_or(b, &t[2], &in[2], "0.0"), b->cls);
   tpu_hlo_value x = to(b, in[0], b->cls);
-  return bin(b, "add", bin(b, "multiply", x, spread(b, to(b, alpha, b->cls))),
-             spread(b, to(b, beta, b->cls)));
+  tpu_hlo_value dev = bin(b, "subtract", x, spread(b, to(b, mean, b->cls)));
+  tpu_hlo_value y = bin(b, "multiply", dev, spread(b, to(b, a, b->cls)));
+  y = bin(b, "multiply", y, spread(b, to(b, scale, b->cls)));
+  return bin(b, "add", y, spread(b, bias));
 }
 
 static void forward(bn *b, const tpu_op_call *call, const tpu_hlo_value *in,

@@ -96,6 +96,15 @@ static void layer_norm(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value 
   tpu_hlo_value x = tpu_hlo_convert(h, in[0], work);
   int64_t n = x.dims[1];
   tpu_hlo_value mean = scaled(h, row_sum(h, x, 1), n);
+  /* A row near the type's largest value overflows its sum, and the mean of x / n does not (the
+   * host kernel's Welford path; the variance of such a row is then 0 or overflows itself). */
+  tpu_hlo_value limit = tpu_hlo_splat(
+      h,
+      tpu_hlo_constant(h, work,
+                       work == TPU_FLOAT64 ? "1.7976931348623157e+308" : "3.4028234663852886e+38"),
+      &mean);
+  tpu_hlo_value finite = tpu_hlo_compare(h, "LE", tpu_hlo_unary(h, "abs", mean), limit);
+  mean = tpu_hlo_select(h, finite, mean, row_sum(h, scaled(h, x, n), 1));
   tpu_hlo_value diff = tpu_hlo_binary(h, "subtract", x, spread(h, mean, &x, 0));
   tpu_hlo_value var = scaled(h, row_sum(h, tpu_hlo_binary(h, "multiply", diff, diff), 1), n);
   tpu_hlo_value zero = tpu_hlo_splat(h, tpu_hlo_constant(h, work, "0.0"), &var);

@@ -46,6 +46,11 @@ void nk_sum_dot_dev(rk_class cls, const void *x, const void *y, int64_t n, doubl
 void nk_bn_grad(rk_class cls, void *out, const void *dy, const void *x, int64_t n, double a,
                 double k, double ngm, double nmean);
 
+/* out[i] = ((x[i] + nmean) * a) * s + b, rounded step by step in the class's precision: a batch
+ * norm's forward over one run of a channel, in one pass. */
+void nk_bn_normalize(rk_class cls, void *out, const void *x, int64_t n, double nmean, double a,
+                     double s, double b);
+
 /* pw[i] += dy[i] * xhat[i] (the product in the class's precision) and pb[i] += dy[i], in double:
  * one row's share of the per-column sums of a norm's weight and bias gradients. */
 void nk_accum_grads(rk_class cls, double *pw, double *pb, const void *dy, const void *xhat,

@@ -1,6 +1,7 @@
 /* The batch normalization kernels (contract in ops/tpu_ops_norm.h). Training's batch statistics
  * come from the reduction engine's two-pass VAR. The channel sums split over the pool in fixed
  * chunks whose partial sums add in chunk order. */
+#include <float.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -45,9 +46,9 @@ static double in_class(rk_class cls, double v) { return cls == RK_F ? (double)(f
 
 /* ---- The elementwise passes ---- */
 
-/* The forward's Y = X * alpha + beta and the backward's dX = ((dY - gm) - (X - mean) * k) * a,
- * with per-channel alpha, beta or a, k, -gm, -mean. Operands: 0 = the output, 1 = X or dY, 2 = X
- * (backward), 3..6 = the per-channel arrays, in the class's type. */
+/* The forward's Y = ((X - mean) * a) * s + B and the backward's dX = ((dY - gm) - (X - mean) *
+ * k) * a, with per-channel a, B, s or a, k, -gm, and -mean. Operands: 0 = the output, 1 = X or
+ * dY, 2 = X (backward), 3..6 = the per-channel arrays, in the class's type. */
 typedef struct bn_apply {
   rk_class cls;
   bool backward;
@@ -89,9 +90,14 @@ static void apply_run(char **data, const int64_t *strides, int64_t n, void *arg)
     for (int i = 0; i < 4; i++)
       ch[i] = chan_at(c, data[3 + i] + k * strides[3 + i], strides[3 + i]);
     const void *v0 = nk_load(c, ap->in_dt[0], data[1] + k * strides[1], m, strides[1], &a);
-    if (!ap->backward) {
-      mul_add(c, &y, v0, m, &ch[0], &ch[1]);
-    } else if (!ch[0].array && !ch[1].array && !ch[2].array && !ch[3].array) {
+    const bool one_channel = !ch[0].array && !ch[1].array && !ch[2].array && !ch[3].array;
+    if (!ap->backward && one_channel) {
+      nk_bn_normalize(c, &y, v0, m, ch[3].v, ch[0].v, ch[2].v, ch[1].v);
+    } else if (!ap->backward) {
+      mul_add(c, &b, v0, m, NULL, &ch[3]); /* X - mean */
+      mul_add(c, &b, &b, m, &ch[0], NULL); /* (X - mean) * a */
+      mul_add(c, &y, &b, m, &ch[2], &ch[1]);
+    } else if (one_channel) {
       /* One channel along the run: the steps below in one pass, rounded the same way. */
       nk_bn_grad(c, &y, v0, nk_load(c, ap->in_dt[1], data[2] + k * strides[2], m, strides[2], &b),
                  m, ch[0].v, ch[1].v, ch[2].v, ch[3].v);
@@ -120,8 +126,8 @@ static void view_strides(const tpu_tensor *t, int64_t st[3]) {
     st[d] = t->sizes[d] == 1 ? 0 : t->strides[d] * el;
 }
 
-/* The forward pass (in1 NULL: out = in0 * ch[0] + ch[1]) or the backward one (in0 = dY, in1 = X,
- * ch = a, k, -gm, -mean) over [N, C, S]. */
+/* The forward pass (in1 NULL: out = ((in0 + ch[3]) * ch[0]) * ch[2] + ch[1]) or the backward one
+ * (in0 = dY, in1 = X, ch = a, k, -gm, -mean) over [N, C, S]. */
 static void apply(rk_class cls, const tpu_tensor *out, const tpu_tensor *in0, const tpu_tensor *in1,
                   void *const ch[4]) {
   bn_apply ap = {.cls = cls, .backward = in1 != NULL, .out_dt = out->dtype};
@@ -178,20 +184,30 @@ static tpu_status batch_stats(const tpu_tensor *x, double *var, double *mean) {
   return st;
 }
 
-/* Y = X * alpha + beta per channel, alpha = invstd * W and beta = B - mean * alpha in the class's
- * precision, the mean rounded as save_mean stores it; `tmp` holds 6 * C doubles. */
+/* Y = (X - mean) * alpha + B per channel with alpha = invstd * W, in the class's precision with
+ * the mean and invstd as save_mean and save_invstd store them; a channel whose alpha overflows
+ * the class takes ((X - mean) * invstd) * W (see ops/tpu_ops_norm.h). `tmp` holds 8 * C
+ * doubles. */
 static void normalize(rk_class cls, const tpu_tensor *y, const tpu_tensor *x, const tpu_tensor *w,
                       const tpu_tensor *b, const double *mean, const double *invstd, double *tmp) {
   const int64_t c = x->sizes[1];
-  double *wv = tmp, *bv = tmp + c, *alpha = tmp + 2 * c, *beta = tmp + 3 * c;
-  void *p = tmp + 4 * c, *r = tmp + 5 * c; /* alpha and beta in the class's type */
-  load_channels(w, c, 1, wv);
+  double *a = tmp, *bv = tmp + c, *s = tmp + 2 * c, *nmean = tmp + 3 * c;
+  char *arrays = (char *)(tmp + 4 * c); /* 4 arrays of C values of the class's type */
+  const size_t el = cls == RK_F ? sizeof(float) : sizeof(double);
+  const double limit = cls == RK_F ? FLT_MAX : DBL_MAX;
+  load_channels(w, c, 1, s);
   load_channels(b, c, 0, bv);
   for (int64_t k = 0; k < c; k++) {
-    alpha[k] = in_class(cls, invstd[k] * wv[k]);
-    beta[k] = in_class(cls, bv[k] - in_class(cls, mean[k]) * alpha[k]);
+    double alpha = invstd[k] * s[k];
+    bool split = isfinite(invstd[k]) && isfinite(s[k]) && !(fabs(alpha) <= limit);
+    a[k] = split ? invstd[k] : in_class(cls, alpha);
+    s[k] = split ? s[k] : 1;
+    nmean[k] = -in_class(cls, mean[k]);
   }
-  void *ch[4] = {class_array(cls, alpha, c, p), class_array(cls, beta, c, r), p, r};
+  const double *from[4] = {a, bv, s, nmean};
+  void *ch[4];
+  for (int i = 0; i < 4; i++)
+    ch[i] = class_array(cls, from[i], c, arrays + (size_t)i * (size_t)c * el);
   apply(cls, y, x, NULL, ch);
 }
 
@@ -210,7 +226,7 @@ tpu_status tpu_kernel_batch_norm(const tpu_op_call *call) {
     if (!channels_ok(per_channel[k], c))
       return tpu_error(TPU_ERR_VALUE, "batch_norm: per-channel tensors must have C elements");
   const rk_class cls = nk_class(x->dtype);
-  double *mem = malloc((size_t)(c > 0 ? c : 1) * 11 * sizeof(double));
+  double *mem = malloc((size_t)(c > 0 ? c : 1) * 13 * sizeof(double));
   if (!mem)
     return tpu_error(TPU_ERR_OUT_OF_MEMORY, "batch_norm: cannot allocate channel statistics");
   double *mean = mem, *var = mem + c, *invstd = mem + 2 * c, *rm = mem + 3 * c, *rv = mem + 4 * c;
@@ -259,7 +275,7 @@ tpu_status tpu_kernel_batch_norm_apply(const tpu_op_call *call) {
   for (size_t k = 0; k < sizeof per_channel / sizeof *per_channel; k++)
     if (!channels_ok(per_channel[k], c) || (k >= 2 && !present(per_channel[k])))
       return tpu_error(TPU_ERR_VALUE, "batch_norm_apply: per-channel tensors must have C elements");
-  double *mem = malloc((size_t)(c > 0 ? c : 1) * 8 * sizeof(double));
+  double *mem = malloc((size_t)(c > 0 ? c : 1) * 10 * sizeof(double));
   if (!mem)
     return tpu_error(TPU_ERR_OUT_OF_MEMORY, "batch_norm_apply: cannot allocate channel numbers");
   load_channels(mean_t, c, 0, mem);
@@ -377,7 +393,7 @@ tpu_status tpu_kernel_batch_norm_backward(const tpu_op_call *call) {
   if (present(dx)) {
     for (int64_t k = 0; k < c; k++) {
       coef[k] = invstd[k] * wv[k];
-      coef[c + k] = training ? dot[k] * invstd[k] * invstd[k] / (double)n : 0;
+      coef[c + k] = training ? dot[k] * invstd[k] * invstd[k] / (double)n : 1;
       coef[2 * c + k] = training ? -sum[k] / (double)n : 0;
       coef[3 * c + k] = -mean[k];
     }
@@ -386,8 +402,9 @@ tpu_status tpu_kernel_batch_norm_backward(const tpu_op_call *call) {
       ch[i] = class_array(cls, coef + i * c, c, (char *)cls_coef + i * c * (cls == RK_F ? 4 : 8));
     if (training) {
       apply(cls, dx, dy, x, ch);
-    } else { /* dX = dY * a + 0 (the third array is all zeros in evaluation) */
-      void *scale[4] = {ch[0], ch[2], ch[0], ch[2]};
+    } else { /* dX = ((dY + 0) * a) * 1 + 0 through the forward pass: in evaluation the second
+              * array is all ones, the third all zeros */
+      void *scale[4] = {ch[0], ch[2], ch[1], ch[2]};
       apply(cls, dx, dy, NULL, scale);
     }
   }

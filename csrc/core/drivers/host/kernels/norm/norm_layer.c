@@ -61,9 +61,9 @@ static const void *param(const norm_job *j, const tpu_tensor *t, void *buf) {
 }
 
 /* The mean and (biased) variance of a row of n class values by Welford's update in double: the
- * slow path for float rows whose fast float sums or squares overflowed (values near the dtype's
- * largest), where the variance itself may exceed float's range. CPU's float32 kernel overflows
- * there too; its float64 result, which the row then matches, does not. */
+ * slow path for rows whose fast sums or squares overflowed (values near the dtype's largest),
+ * where the variance itself may exceed float's range; for float64 rows it keeps the mean of
+ * values near DBL_MAX finite, as CUDA's Welford does. */
 static void welford(rk_class c, const void *x, int64_t n, double *mean, double *var) {
   double m = 0, m2 = 0;
   for (int64_t i = 0; i < n; i++) {
@@ -76,16 +76,29 @@ static void welford(rk_class c, const void *x, int64_t n, double *mean, double *
   *var = m2 / (double)n;
 }
 
-/* y = (x - mean) * rstd * w + b of a float row, in double: the slow path, where x - mean or
- * x * rstd overflows float (and rstd may be below float's normal range). */
-static void affine_double(void *yv, const void *xv, int64_t n, double mean, double rstd,
-                          const void *wv, const void *bv) {
-  float *y = yv;
-  const float *x = xv, *w = wv, *b = bv;
+/* y = (x - mean) * rstd * w + b in double, each product formed before anything is added: the
+ * slow path, where the fast form's x * rstd - mean * rstd overflows or cancels, or a product
+ * with w overflows the class although y does not (and rstd may be below float's normal range). */
+static void affine_exact(rk_class c, void *yv, const void *xv, int64_t n, double mean,
+                         double rstd, const void *wv, const void *bv) {
   for (int64_t i = 0; i < n; i++) {
-    double v = ((double)x[i] - mean) * rstd * (w ? (double)w[i] : 1.0) + (b ? (double)b[i] : 0.0);
-    y[i] = fabs(v) <= FLT_MAX ? (float)v : v > 0 ? INFINITY : v < 0 ? -INFINITY : NAN;
+    double xi = c == RK_F ? (double)((const float *)xv)[i] : ((const double *)xv)[i];
+    double wi = !wv ? 1.0 : c == RK_F ? (double)((const float *)wv)[i] : ((const double *)wv)[i];
+    double bi = !bv ? 0.0 : c == RK_F ? (double)((const float *)bv)[i] : ((const double *)bv)[i];
+    double v = (xi - mean) * rstd * wi + bi;
+    if (c == RK_F)
+      ((float *)yv)[i] = fabs(v) <= FLT_MAX ? (float)v : v > 0 ? INFINITY : v < 0 ? -INFINITY : NAN;
+    else
+      ((double *)yv)[i] = v;
   }
+}
+
+/* Whether every one of n class values is finite. */
+static bool all_finite(rk_class c, const void *y, int64_t n) {
+  bool ok = true;
+  for (int64_t i = 0; i < n; i++)
+    ok &= c == RK_F ? isfinite(((const float *)y)[i]) != 0 : isfinite(((const double *)y)[i]) != 0;
+  return ok;
 }
 
 static void forward_rows(const norm_job *j, int64_t r0, int64_t r1, char *ws) {
@@ -118,8 +131,7 @@ static void forward_rows(const norm_job *j, int64_t r0, int64_t r1, char *ws) {
       if (c == RK_F)
         mean = (float)mean;
       double var = nk_sq_dev(c, x, n, mean) / (double)n;
-      /* float rows only: CPU's float64 layer_norm overflows in double much as this one does. */
-      bool slow = c == RK_F && (!isfinite(mean) || !isfinite(var));
+      bool slow = !isfinite(mean) || !isfinite(var);
       if (slow)
         welford(c, x, n, &mean, &var);
       var = var > 0 ? var : var == var ? 0 : var;
@@ -127,17 +139,18 @@ static void forward_rows(const norm_job *j, int64_t r0, int64_t r1, char *ws) {
                  ? (double)(1.0f / sqrtf((float)var + (float)j->call->scalars[0].f))
                  : 1.0 / sqrt(var + j->call->scalars[0].f);
       const double exact_mean = mean, exact_rstd = rstd;
-      if (c == RK_F) {
+      if (c == RK_F)
         mean = (float)mean, rstd = (float)rstd;
-        /* x * rstd - mean * rstd overflows float when the mean is huge next to the spread. */
-        slow = slow || !(fabs(mean) * rstd < 0x1p120);
-      }
+      /* x * rstd - mean * rstd overflows when the mean is huge next to the spread. */
+      slow = slow || !(fabs(mean) * rstd < (c == RK_F ? 0x1p120 : 0x1p1000));
       double bias = c == RK_F ? (double)(-(float)rstd * (float)mean) : -rstd * mean;
-      if (slow) {
-        affine_double(y, x, n, exact_mean, exact_rstd, w, b);
-      } else {
+      if (!slow) {
         nk_affine(c, y, x, n, rstd, bias, w, b);
+        /* A product with a huge weight may overflow where y does not: redo such rows. */
+        slow = (w || b) && !all_finite(c, y, n);
       }
+      if (slow)
+        affine_exact(c, y, x, n, exact_mean, exact_rstd, w, b);
       rk_store(j->mean->dtype, row_at(&j->vmean, r), false, 0, mean);
     }
     rk_store(j->rstd->dtype, row_at(&j->vrstd, r), false, 0, rstd);

@@ -211,6 +211,11 @@ typedef double vec_d __attribute__((vector_size(32)));
       out[i] = t * a + (T)0;                                                                       \
     }                                                                                              \
   }                                                                                                \
+  TPU_SIMD static void bn_normalize_##S(T *restrict out, const T *restrict x, int64_t n,        \
+                                        T nmean, T a, T s, T b) {                                  \
+    for (int64_t i = 0; i < n; i++)                                                                \
+      out[i] = ((x[i] + nmean) * a) * s + b;                                                       \
+  }                                                                                                \
   TPU_SIMD static void accum_grads_##S(double *restrict pw, double *restrict pb,                   \
                                        const T *restrict dy, const T *restrict xhat, int64_t n) {  \
     for (int64_t i = 0; i < n; i++) {                                                              \
@@ -282,6 +287,14 @@ void nk_bn_grad(rk_class cls, void *out, const void *dy, const void *x, int64_t 
     bn_grad_f(out, dy, x, n, (float)a, (float)k, (float)ngm, (float)nmean);
   else
     bn_grad_d(out, dy, x, n, a, k, ngm, nmean);
+}
+
+void nk_bn_normalize(rk_class cls, void *out, const void *x, int64_t n, double nmean, double a,
+                     double s, double b) {
+  if (cls == RK_F)
+    bn_normalize_f(out, x, n, (float)nmean, (float)a, (float)s, (float)b);
+  else
+    bn_normalize_d(out, x, n, nmean, a, s, b);
 }
 
 void nk_accum_grads(rk_class cls, double *pw, double *pb, const void *dy, const void *xhat,
