@@ -61,6 +61,17 @@ def test_out_on_another_device_is_refused(eager_mode: str, op: str) -> None:
     torch.tpu.synchronize()
 
 
+def test_complex_abs_into_an_overlapping_out_is_refused(eager_mode: str) -> None:
+    """abs of a complex input runs on the host: TensorIterator's overlap checks come first."""
+    for dev in ("cpu", DEV):
+        z = torch.zeros(1, 1, dtype=torch.complex64, device=dev).expand(3, 2)
+        with pytest.raises(RuntimeError, match="unsupported operation"):
+            torch.abs(z, out=z)
+        out = torch.zeros(1, device=dev).expand(3, 2)
+        with pytest.raises(RuntimeError, match="unsupported operation"):
+            torch.abs(z.contiguous(), out=out)
+
+
 @pytest.mark.parametrize("aliased", ["self", "index", "internal"])
 def test_index_select_out_overlapping_is_refused(eager_mode: str, aliased: str) -> None:
     x = torch.arange(12).reshape(4, 3)

@@ -151,6 +151,30 @@ def test_copy_of_negative_view_to_a_storage_only_dtype(eager_mode: str) -> None:
     assert torch.equal(host, expected)
 
 
+@pytest.mark.parametrize("dst", [torch.bfloat16, torch.float32, torch.int64, torch.bool], ids=str)
+@pytest.mark.parametrize("bit", ["conj", "neg"])
+def test_copy_of_math_view_into_real_dtypes(eager_mode: str, dst: torch.dtype, bit: str) -> None:
+    """A conjugate's real part is the stored one; a negative view negates. CPU negates the
+    destination after a raw copy, so it refuses a bool destination of a negative view."""
+    src = torch.tensor([complex(0.5, -3.0), complex(-2.0, 1.0), complex(0.0, 0.0)])
+    if bit == "neg":
+        src = src.real.contiguous()
+    results = []
+    for dev in ("cpu", DEV):
+        d = torch.zeros(3, dtype=dst, device=dev)
+        s = src.to(dev)
+        view = s.conj() if bit == "conj" else s._neg_view()
+        try:
+            d.copy_(view)
+            results.append(d.cpu())
+        except NotImplementedError as e:
+            results.append(type(e))
+    if isinstance(results[0], type):
+        assert results[1] is results[0]
+    else:
+        assert torch.equal(results[1], results[0])
+
+
 # ---------------------------------------------------------------------------------------------
 # Reading math views: native kernels and the CPU fallback see the values the bits give.
 
@@ -178,6 +202,22 @@ def test_reading_math_views(eager_mode: str, op: str, bit: str) -> None:
     expected = READS[op](view(base))
     got = quiet(lambda: READS[op](view(base.to(DEV))))
     assert_same(got, expected, atol=1e-5)
+
+
+DOTS: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    "dot_conj_conj": lambda a, b: torch.dot(a.conj(), b.conj()),
+    "dot_conj_plain": lambda a, b: torch.dot(a.conj(), b),
+    "vdot_plain_conj": lambda a, b: torch.vdot(a, b.conj()),
+    "vdot_conj_conj": lambda a, b: torch.vdot(a.conj(), b.conj()),
+}
+
+
+@pytest.mark.parametrize("op", DOTS)
+def test_dot_of_conjugate_views_returns_cudas_bits(eager_mode: str, op: str) -> None:
+    """Where both factors end up conjugated, dot and vdot return the conjugate view of the plain
+    product, as CPU and CUDA do."""
+    a, b = complex_sample(5), complex_sample(5, seed=1)
+    assert_same(DOTS[op](a.to(DEV), b.to(DEV)), DOTS[op](a, b), atol=1e-5)
 
 
 # ---------------------------------------------------------------------------------------------

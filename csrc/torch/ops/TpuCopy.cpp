@@ -117,11 +117,16 @@ void apply_math_bits(const at::Tensor& src, const at::Tensor& dst) {
   if (!conj && !neg) {
     return;
   }
+  // CPU's copy_ negates the destination after a raw copy too, and so refuses a bool one.
+  TORCH_CHECK_NOT_IMPLEMENTED(!neg || dst.scalar_type() != at::kBool,
+                              "\"neg\" not implemented for 'Bool' (copy_ of a negative view)");
   at::Tensor stored = at::alias(dst);
   stored._set_conj(false);
   stored._set_neg(false);
   if (!stored.is_complex()) {
-    stored.neg_();
+    if (neg) { // conjugating real values changes nothing
+      stored.neg_();
+    }
     return;
   }
   // Complex: conjugation negates the imaginary parts, negation every part, both the real parts.

@@ -2,6 +2,7 @@
 // NaN bounds), pow with a scalar, where and masked_fill, the logical ops, and the backend ops
 // ATen writes by hand (relu, hardtanh, hardswish, abs, isnan, nan_to_num, floor_divide, rsub).
 // Where ATen has no meta, a structured meta with the same TensorIterator rules stands in for it.
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/TensorUtils.h>
 #include <ATen/ScalarOps.h>
@@ -401,6 +402,9 @@ Tensor& logical_not_out(const Tensor& self, Tensor& out) {
 Tensor& abs_out(const Tensor& self, Tensor& out) {
   if (!is_native(self.scalar_type())) {
     check_out_device(self, out);
+    // TensorIterator's checks, which the native path's meta makes.
+    at::assert_no_internal_overlap(out);
+    at::assert_no_partial_overlap(out, self);
     const at::ScalarType real = c10::toRealValueType(self.scalar_type());
     TORCH_CHECK(at::canCast(real, out.scalar_type()), "result type ", real,
                 " can't be cast to the desired output type ", out.scalar_type());

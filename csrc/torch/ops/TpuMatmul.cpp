@@ -484,13 +484,21 @@ at::Tensor dot_impl(const at::Tensor& a_in, const at::Tensor& b_in) {
   return out;
 }
 
+// dot and vdot of conjugate views return what CUDA's (and CPU's) do: where both factors end up
+// conjugated, the conjugate view of the plain product (sum conj(a) conj(b) = conj(sum a b)).
 at::Tensor dot(const at::Tensor& self, const at::Tensor& other) {
   check_dot(self, other);
+  if (self.is_conj() && other.is_conj()) {
+    return dot_impl(self.conj(), other.conj()).conj();
+  }
   return dot_impl(self, other);
 }
 
 at::Tensor vdot(const at::Tensor& self, const at::Tensor& other) {
   check_dot(self, other);
+  if (self.is_complex() && !self.is_conj() && other.is_conj()) {
+    return dot_impl(self, other.conj()).conj();
+  }
   return dot_impl(self.is_complex() ? self.conj() : self, other);
 }
 
