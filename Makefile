@@ -139,7 +139,7 @@ bench-full: setup
 
 # The differential fuzzer (tests/fuzz/): random op programs on CPU and on tpu in every eager mode,
 # each difference grouped, shrunk and printed as a reproducer; fails on a difference that
-# tests/fuzz/known.py does not list. FUZZ_SECONDS is the budget: the default runs about 100,000
+# tests/fuzz/known.py does not list. FUZZ_SECONDS is the budget: the default runs about 390,000
 # programs in each of debug, strict and fused mode on one core (see tests/fuzz/__init__.py).
 FUZZ_SECONDS ?= 420
 FUZZ_SEED ?= 20

@@ -10,10 +10,11 @@ Run it:
 It exits 1 when it finds a difference that known.py does not list. tests/test_fuzz.py runs a
 fixed-seed run of 2,400 programs (in the three modes) in `make test`.
 
-Speed (one core of the 2-core test machine, seed 20): about 320 programs a second through all
-three modes; per mode, counting its tpu runs and comparisons plus a third of the drawing and CPU
-runs, about 1,100 (debug), 1,340 (strict) and 930 (fused) programs a second. The default budget
-of 420 s is the time 100,000 programs in each mode take, with a margin for a loaded machine.
+Speed (one core of the 2-core test machine, AMD EPYC Zen 4, seed 20): about 1,000 programs a
+second through all three modes; per mode, counting its tpu runs and comparisons plus a third of
+the drawing and CPU runs, about 3,100 (debug), 3,700 (strict) and 2,500 (fused) programs a second.
+The default budget of 420 s draws about 390,000 programs in each mode there; a slower or loaded
+machine draws fewer.
 
 The pieces:
 
@@ -21,9 +22,12 @@ The pieces:
   executed on any device and rendered as a script.
 - values.py, generate.py, ops.py: seeded drawing of inputs (shapes with 0- and 1-sized
   dimensions and 0-d; transposes, step slices with offsets, expands, overlapping as_strided,
-  flips, channels_last; every computable dtype; CPU 0-d tensors and Python scalars) and of 1-6
-  op calls (functional, in-place and out= variants, out= of wrong sizes and dtypes), each run on
-  CPU as it is drawn, so the draw sees real shapes and the CPU run is the reference.
+  flips, channels_last, conjugate and negative views; every computable dtype; CPU 0-d tensors and
+  Python scalars) and of 1-6 op calls (functional, in-place and out= variants, out= of wrong sizes
+  and dtypes, out= overlapping an input for the ops whose CPU kernels refuse that; in-place ops
+  through conjugate and negative views; batch/instance norm and pooling on every layout; unknown
+  gelu approximations and uint8 masks), each run on CPU as it is drawn, so the draw sees real
+  shapes and the CPU run is the reference.
 - check.py: the comparison (errors, dtypes, shapes, strides, values; its docstring has the
   rules), with a local oracle that tells rounding propagated from earlier steps apart from a
   wrong op.

@@ -52,6 +52,7 @@ detail notes when meta agrees with tpu: a hint for triage, not an allowance.
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 from collections.abc import Iterator
@@ -60,7 +61,7 @@ from typing import Any
 
 import torch
 
-from .program import Program, Ref, Run, Step, execute, resolve, run_step, tpu
+from .program import Program, Ref, Run, Step, execute, resolve, resolve_fn, run_step, tpu
 
 # (rtol, atol) per dtype: torch.testing.assert_close's defaults.
 TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
@@ -175,9 +176,18 @@ def compared(program: Program, cpu: Run) -> list[tuple[int, str]]:
 # Comparing two tensors
 
 
+def _plain(t: torch.Tensor) -> torch.Tensor:
+    """The values of a tensor with its lazy conjugate and negative bits applied."""
+    return t.resolve_conj().resolve_neg()
+
+
 def compare_meta(c: torch.Tensor, t: torch.Tensor) -> tuple[str, str] | None:
     if not isinstance(t, torch.Tensor):
         return "type", f"cpu returns a tensor, tpu {type(t).__name__}"
+    if (c.is_conj(), c.is_neg()) != (t.is_conj(), t.is_neg()):
+        return "bits", (
+            f"conj/neg bits: cpu {c.is_conj()}/{c.is_neg()}, tpu {t.is_conj()}/{t.is_neg()}"
+        )
     if t.dtype != c.dtype:
         return "dtype", f"cpu {c.dtype}, tpu {t.dtype}"
     if t.shape != c.shape:
@@ -199,6 +209,8 @@ def _close(
     or close to one of `alts` (the exact result from float64, CUDA's formula); for complex
     values with
     `loose_complex`, any non-finite value matches any other."""
+    c, t = _plain(c), _plain(t)
+    alts = [_plain(a) for a in alts or []]
     rtol, atol = TOLERANCES.get(c.dtype, (0.0, 0.0))
     if tol_dtype is not None and tol_dtype in TOLERANCES:  # computed in a coarser dtype
         rtol, atol = max(rtol, TOLERANCES[tol_dtype][0]), max(atol, TOLERANCES[tol_dtype][1])
@@ -350,7 +362,7 @@ def _tpu_inputs(program: Program, k: int, mode: str) -> tuple[Run, dict[str, Any
                         raise _Aliased
                     snaps[r] = clone  # the same tensor twice (out= is an input): one clone
                     continue
-                snaps[r] = v.clone()
+                snaps[r] = _bits_kept(v, torch.clone)
                 seen[key] = ((v.data_ptr(), v.shape, v.stride()), snaps[r])
             else:
                 snaps[r] = v
@@ -367,7 +379,7 @@ def _tpu_inputs(program: Program, k: int, mode: str) -> tuple[Run, dict[str, Any
         host: dict[int, torch.Tensor] = {}  # one host copy per clone, so aliases stay aliases
         for r, v in snaps.items():
             if isinstance(v, torch.Tensor):
-                snaps[r] = host.setdefault(id(v), v.cpu())
+                snaps[r] = host.setdefault(id(v), _bits_kept(v, lambda u: u.cpu()))
     except Exception as e:  # an input poisoned by an earlier asynchronous error
         _recover()
         return run, None, f"reading the inputs raised {_err(e)}"
@@ -476,8 +488,16 @@ def _oracle(
                 base = noise if noise is not None else torch.zeros_like(inf)
                 noise = torch.where(huge, inf, base)
             # Other acceptable results: the formula without BLAS, the input cast first, the
-            # exact product, the scaled norm, CUDA's formula.
-            for alternative in (_naive_blas, _cast_first, _exact_prod, _scaled_norm, _cuda_formula):
+            # exact product, the scaled norm, CUDA's formula, CPU's scalar loop.
+            alternatives = (
+                _naive_blas,
+                _cast_first,
+                _exact_prod,
+                _scaled_norm,
+                _cuda_formula,
+                _scalar_loop,
+            )
+            for alternative in alternatives:
                 alt = alternative(step, pristine)
                 if alt is not None and alt.shape == w.shape:
                     alts.append(alt.to(w.dtype))
@@ -799,6 +819,47 @@ def _cuda_formula(step: Step, local: dict[str, Any]) -> torch.Tensor | None:
         return None
 
 
+def _scalar_loop(step: Step, local: dict[str, Any]) -> torch.Tensor | None:
+    """A floating or complex elementwise op computed one element at a time on CPU: its scalar
+    loops call libm (cosh(710.0) is finite) and follow C99's branch cuts by the sign of a zero
+    imaginary part (log(-1 - 0j) is -pi j) and IEEE's negation of zeros; its vectorized loops do
+    not (and which elements take which loop depends on the tensors' sizes and alignment). tpu,
+    like CUDA, computes what the scalar loops do. The tensor arguments are broadcast and the op
+    runs on each position's elements."""
+    args = [resolve(local, a) for a in step.args]
+    kwargs = {k: resolve(local, v) for k, v in step.kwargs if k != "out"}
+    tensors = [a for a in [*args, *kwargs.values()] if isinstance(a, torch.Tensor)]
+    if not any(t.is_complex() or t.is_floating_point() for t in tensors):
+        return None
+    try:
+        shape = torch.broadcast_shapes(*(t.shape for t in tensors))
+    except RuntimeError:
+        return None
+    if not 1 < math.prod(shape) <= 4096:
+        return None
+    fn = resolve_fn(step.fn)
+
+    def at(v: Any, idx: tuple[int, ...]) -> Any:
+        # Each element's bits are applied on its own: CPU's vectorized complex negation (0 - z)
+        # loses the sign of a zero, its scalar one (-z) keeps it.
+        if not isinstance(v, torch.Tensor):
+            return v
+        return _plain(v.expand(shape)[idx].reshape(1)).clone()
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            parts = [
+                fn(*(at(a, idx) for a in args), **{k: at(v, idx) for k, v in kwargs.items()})
+                for idx in itertools.product(*map(range, shape))
+            ]
+        if not all(isinstance(p, torch.Tensor) and p.numel() == 1 for p in parts):
+            return None
+        return torch.cat([_plain(p).reshape(1) for p in parts]).reshape(shape)
+    except Exception:
+        return None
+
+
 def _huge_quotient(step: Step, local: dict[str, Any]) -> torch.Tensor | None:
     """For fmod/remainder: where |a / b| is beyond the compute dtype's integers (2^24 in
     float32), so the result has no correct digit in any formula CPU, CUDA or tpu uses (CPU's
@@ -826,13 +887,24 @@ def _cuda_remainder(a: float, b: float, python_sign: bool) -> float:
     return m + b if python_sign and m != 0 and (b < 0) != (m < 0) else m
 
 
+def _bits_kept(t: torch.Tensor, fn: Any) -> torch.Tensor:
+    """fn (a clone, a copy to the host) of t's stored values, with t's conjugate and negative
+    bits set again: clone() and cpu() resolve the bits, the oracle's stand-ins must not."""
+    conj, neg = t.is_conj(), t.is_neg()
+    u = t.conj() if conj else t
+    u = u._neg_view() if neg else u
+    c = fn(u)
+    c = c._neg_view() if neg else c
+    return c.conj() if conj else c
+
+
 def _copy_values(values: dict[str, Any]) -> dict[str, Any]:
     """Clones of the tensors in `values`, one per tensor object (aliases stay aliases)."""
     memo: dict[int, torch.Tensor] = {}
 
     def copy(v: Any) -> Any:
         if isinstance(v, torch.Tensor):
-            return memo.setdefault(id(v), v.clone())
+            return memo.setdefault(id(v), _bits_kept(v, torch.clone))
         if isinstance(v, tuple):
             return tuple(copy(x) for x in v)
         return v
@@ -1076,10 +1148,23 @@ def _compare(program: Program, cpu: Run, run: Run, mode: str, use_oracle: bool) 
             return _failure(program, cpu, "value", mode, k, f"{name}: {d}", value=name, extra=extra)
         if m is not None:
             f = _failure(program, cpu, m[0], mode, k, f"{name}: {m[1]}", value=name)
+            f.extra["made_by"] = _made_by(program, cpu, c)
+            f.extra["ndim"] = c.dim()
             if m[0] == "stride" and _cuda_layout_matches(program, name, t, mode):
                 f.extra["cuda_layout"] = True
                 f.detail += " (CPU's layout from inputs not converted to the common dtype agrees)"
             return _with_meta(program, f, t)
+    return None
+
+
+def _made_by(program: Program, cpu: Run, t: torch.Tensor) -> str | None:
+    """The op of the first step whose result lives in t's storage: the op that laid it out (later
+    in-place ops and views keep that layout)."""
+    key = _skey(t)
+    for s in program.steps:
+        for _, v in _tensors(cpu.values.get(s.name), s.name):
+            if _skey(v) == key:
+                return s.op
     return None
 
 
@@ -1126,7 +1211,10 @@ def _cuda_layout_matches(program: Program, name: str, t: torch.Tensor, mode: str
         return False
     written = {r.name for r in step.writes()}
     plain = {n: _stand_in(v, None) for n, v in layouts.items()}
-    args = [resolve(plain, a) for a in step.args]
+    # where's condition takes no part in the promotion and stays bool.
+    condition = step.args[0] if step.op == "where" and isinstance(step.args[0], Ref) else None
+    kept = written | ({condition.name} if condition is not None else set())
+    args = [resolve(plain, a) for a in step.args[1 if condition is not None else 0 :]]
     args += [resolve(plain, v) for k, v in step.kwargs if k != "out"]
     common = _common_dtype(args)
     for floating in (False, True):
@@ -1143,7 +1231,7 @@ def _cuda_layout_matches(program: Program, name: str, t: torch.Tensor, mode: str
                 return False
             dt = made_value.dtype
         for n, v in layouts.items():
-            if n not in written and isinstance(v, torch.Tensor) and v.dim() > 0:
+            if n not in kept and isinstance(v, torch.Tensor) and v.dim() > 0:
                 vals[n] = _stand_in(v, dt)
         try:
             with warnings.catch_warnings():
@@ -1179,7 +1267,7 @@ def _lossy_cast(program: Program, cpu: Run, k: int, dtype: torch.dtype) -> bool:
         if r.index is not None and isinstance(v, tuple):
             v = v[r.index]
         if isinstance(v, torch.Tensor) and (v.is_floating_point() or v.is_complex()):
-            x = torch.view_as_real(v) if v.is_complex() else v
+            x = torch.view_as_real(_plain(v)) if v.is_complex() else v
             x = x.double()
             if bool((~torch.isfinite(x) | (x < info.min) | (x > info.max)).any()):
                 return True

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 
 from . import values as V
-from .generate import Gen, Redraw
+from .generate import OVERLAP_REFUSED_OPS, Gen, Redraw
 from .program import Ref, _refs, resolve, resolve_fn
 
 # ---------------------------------------------------------------------------------------------
@@ -43,6 +43,10 @@ def _emit_out(
     """Emits fn(*args, **kwargs, out=...) with out= tensors drawn from the functional result
     (contiguous ones only when not `strided`)."""
     kwargs = dict(kwargs or {})
+    if op in OVERLAP_REFUSED_OPS and g.rng.random() < 0.3:
+        # The input itself as out=: these ops refuse any overlap before they resize.
+        kwargs["out"] = args[0]
+        return g.emit(op, fn, args, kwargs, "out")
     try:
         exp = resolve_fn(fn)(
             *[resolve(g.values, a) for a in args],
@@ -117,7 +121,8 @@ NN_UNARY: list[tuple[str, Callable[[random.Random], dict[str, Any]]]] = [
     ("mish", lambda r: {}),
     ("hardsigmoid", lambda r: {}),
     ("hardswish", lambda r: {}),
-    ("gelu", lambda r: {"approximate": r.choice(["none", "tanh"])}),
+    # An unknown approximation now and then: PyTorch refuses it.
+    ("gelu", lambda r: {"approximate": r.choice(["none", "tanh"] * 20 + ["asdf"])}),
     ("elu", lambda r: {"alpha": r.choice([1.0, 0.5, 2.0])}),
     ("leaky_relu", lambda r: {"negative_slope": r.choice([0.01, 0.2, -1.0])}),
     ("hardtanh", lambda r: {"min_val": r.choice([-1.0, -0.5]), "max_val": r.choice([1.0, 2.0])}),
@@ -512,7 +517,97 @@ def layer_norm(g: Gen) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# Batch and instance normalization, pooling
+
+
+def batch_norm(g: Gen) -> None:
+    """batch_norm (training or evaluation, with and without running statistics and affine
+    parameters) or instance_norm, on inputs of any view recipe: broadcast and strided layouts
+    reach the kernels' [N, C, S] views."""
+    rng = g.rng
+    x = g.tensor(lambda t: 2 <= t.dim() <= 5 and t.is_floating_point() and t.shape[1] > 0)
+    xt = g.t(x)
+    c = xt.shape[1]
+    # Parameters and statistics of the input's dtype, or float32 for a float16/bfloat16 input:
+    # CPU refuses other mixes (known.py "batch-norm-mixed-dtypes").
+    lowp = xt.dtype in (torch.float16, torch.bfloat16)
+    norm = "instance_norm" if xt.dim() >= 3 and rng.random() < 0.3 else "batch_norm"
+    mixed = norm == "batch_norm" and lowp and rng.random() < 0.5
+    dt = stats_dt = torch.float32 if mixed else xt.dtype
+    # Running statistics are written in training: never a view that overlaps itself.
+    stats: tuple[Any, Any] = (
+        g.new_input((c,), stats_dt, views=False),
+        g.new_input((c,), stats_dt, data=V.float_values(rng, (c,), stats_dt).abs()),
+    )
+    kw: dict[str, Any] = {}
+    if rng.random() < 0.6:
+        kw["weight"] = g.new_input((c,), dt)
+    if rng.random() < 0.5:
+        kw["bias"] = g.new_input((c,), dt)
+    if rng.random() < 0.3:
+        kw["eps"] = rng.choice([1e-3, 1.0])
+    if rng.random() < 0.3:
+        kw["momentum"] = rng.choice([0.0, 0.5, 1.0])
+    if norm == "instance_norm":
+        kw["use_input_stats"] = rng.random() < 0.8
+        if kw["use_input_stats"] and rng.random() < 0.5:
+            stats = (None, None)
+        g.emit("instance_norm", "F.instance_norm", (x, *stats), kw)
+        return
+    kw["training"] = rng.random() < 0.6
+    g.emit("batch_norm", "F.batch_norm", (x, *stats), kw)
+
+
+def _pool_geometry(rng: random.Random, nd: int) -> tuple[Any, Any, Any]:
+    """kernel_size, stride, padding for `nd` spatial dimensions: one int or a tuple each, the
+    padding at most half the kernel (PyTorch refuses more; now and then drawn anyway)."""
+    kernel = tuple(rng.choice([1, 2, 2, 3]) for _ in range(nd))
+    stride = None if rng.random() < 0.3 else tuple(rng.choice([1, 2, 3]) for _ in range(nd))
+    pad = tuple(rng.randint(0, k // 2 + (rng.random() < 0.03)) for k in kernel)
+    if rng.random() < 0.5:
+        return kernel[0], stride[0] if stride else None, pad[0]
+    return kernel, stride, pad
+
+
+def pool(g: Gen) -> None:
+    """avg_pool1d/2d/3d (divisor_override of either sign, ceil_mode, count_include_pad) and
+    max_pool1d/2d/3d (dilation, indices), with and without the batch dimension."""
+    rng = g.rng
+    nd = rng.choice([1, 2, 2, 3])
+    kind = rng.choice(["avg", "max"])
+    dtypes = supported(
+        f"{kind}_pool{nd}d", lambda t: _pool_fn(kind, nd)(t.reshape((1,) * nd + (2,)), 1)
+    )
+    x = g.tensor(
+        lambda t: t.dim() in (nd + 1, nd + 2) and all(s > 0 for s in t.shape) and t.dtype in dtypes
+    )
+    kernel, stride, pad = _pool_geometry(rng, nd)
+    kw: dict[str, Any] = {"stride": stride, "padding": pad, "ceil_mode": rng.random() < 0.4}
+    if kind == "avg":
+        kw["count_include_pad"] = rng.random() < 0.5
+        if nd > 1 and rng.random() < 0.4:
+            # Not -1 for integers: CPU's kernel divides INT64_MIN by it and dies of SIGFPE.
+            floating = g.t(x).is_floating_point()
+            kw["divisor_override"] = rng.choice([1, 3, -2, 0] + ([-1] if floating else []))
+    else:
+        if rng.random() < 0.3:
+            kw["dilation"] = rng.choice([1, 2])
+        kw["return_indices"] = rng.random() < 0.3
+    g.emit(f"{kind}_pool{nd}d", f"F.{kind}_pool{nd}d", (x, kernel), kw)
+
+
+def _pool_fn(kind: str, nd: int) -> Callable[..., Any]:
+    return resolve_fn(f"F.{kind}_pool{nd}d")
+
+
+# ---------------------------------------------------------------------------------------------
 # Indexing
+
+
+def _mask_dtype(rng: random.Random) -> torch.dtype:
+    """bool, or now and then uint8, which masked_select and masked_scatter_ refuse (indexing
+    with it is deprecated but allowed)."""
+    return torch.uint8 if rng.random() < 0.05 else torch.bool
 
 
 def index(g: Gen) -> None:
@@ -589,7 +684,7 @@ def index(g: Gen) -> None:
         mshape = g.broadcast_shape(tuple(xt.shape)) if op == "masked_select" else tuple(xt.shape)
         if op == "getitem_mask" and rng.random() < 0.5:
             mshape = tuple(xt.shape[: rng.randint(1, nd)])
-        mask = g.shaped(mshape, torch.bool)
+        mask = g.shaped(mshape, _mask_dtype(rng))
         if op == "getitem_mask":
             g.emit("index", "[]", (x, mask))
             return
@@ -623,7 +718,7 @@ def index(g: Gen) -> None:
         g.emit("index_put", ".index_put_", (x, (idx,), values, acc), None, "inplace")
         return
     else:  # masked_scatter
-        mask = g.shaped(g.broadcast_shape(tuple(xt.shape)), torch.bool)
+        mask = g.shaped(g.broadcast_shape(tuple(xt.shape)), _mask_dtype(rng))
         src = g.new_input(
             (rng.choice([xt.numel(), xt.numel() + 1, max(0, xt.numel() - 1)]),),
             xt.dtype if rng.random() < 0.9 else V.pick_dtype(rng),
@@ -724,8 +819,17 @@ def views(g: Gen) -> None:
     x = g.tensor()
     xt = g.t(x)
     nd = xt.dim()
-    op = rng.choice(["t", "transpose", "slice", "reshape", "unsqueeze", "expand", "unfold"])
-    if op == "t" and nd <= 2:
+    op = rng.choice(
+        ["t", "transpose", "slice", "reshape", "unsqueeze", "expand", "unfold", "conj", "neg"]
+    )
+    if op == "conj" and xt.is_complex():
+        # The lazy conjugate, and its imaginary part: a real view with the negative bit.
+        g.emit("view", ".conj", (x,), None, "view")
+        if rng.random() < 0.3:
+            g.emit("view", "torch.imag", (Ref(g.steps[-1].name),), None, "view")
+    elif op == "neg" and (xt.is_floating_point() or xt.is_complex()):
+        g.emit("view", "._neg_view", (x,), None, "view")
+    elif op == "t" and nd <= 2:
         g.emit("view", ".t", (x,), None, "view")
     elif op == "transpose" and nd >= 2:
         i, j = rng.sample(range(nd), 2)
@@ -759,6 +863,8 @@ FAMILIES: list[tuple[Callable[[Gen], None], float]] = [
     (matmul, 7),
     (softmax, 3),
     (layer_norm, 3),
+    (batch_norm, 3),
+    (pool, 3),
     (index, 11),
     (shape_ops, 4),
     (copies, 6),

@@ -38,8 +38,8 @@ class Ref:
 @dataclass(frozen=True)
 class View:
     """One transform applied to an input after it is moved to the device: a view (transpose,
-    permute, step slice, expand, as_strided, unsqueeze, select) or a layout copy (flip,
-    channels_last)."""
+    permute, step slice, expand, as_strided, unsqueeze, select), a math-bit view (conj, neg: the
+    lazy conjugate and negative bits) or a layout copy (flip, channels_last)."""
 
     kind: str
     params: tuple[Any, ...] = ()
@@ -77,10 +77,13 @@ class Step:
         yield from _refs(tuple(v for _, v in self.kwargs))
 
     def writes(self) -> list[Ref]:
-        """The arguments the call writes into: self of an in-place call, out= tensors."""
+        """The arguments the call writes into: self of an in-place call, out= tensors, and the
+        running statistics a normalization updates."""
         out: list[Ref] = []
         if self.variant == "inplace" and isinstance(self.args[0], Ref):
             out.append(self.args[0])
+        if self.fn in ("F.batch_norm", "F.instance_norm"):
+            out.extend(a for a in self.args[1:3] if isinstance(a, Ref))
         for k, v in self.kwargs:
             if k == "out":
                 out.extend(_refs((v,)))
@@ -141,6 +144,10 @@ def apply_view(t: torch.Tensor, v: View) -> torch.Tensor:
         return t.flip(p)
     if k == "channels_last":
         return t.contiguous(memory_format=torch.channels_last)
+    if k == "conj":
+        return t.conj()
+    if k == "neg":
+        return t._neg_view()
     raise ValueError(f"unknown view {k}")
 
 
@@ -357,6 +364,10 @@ def render_view(v: View) -> str:
         return f".flip({render_literal(tuple(p))})"
     if k == "channels_last":
         return ".contiguous(memory_format=torch.channels_last)"
+    if k == "conj":
+        return ".conj()"
+    if k == "neg":
+        return "._neg_view()"
     raise ValueError(k)
 
 

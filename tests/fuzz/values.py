@@ -168,6 +168,22 @@ def unique_index_values(
 # Views: a recipe (a base shape and views) whose result has a given shape.
 
 
+def math_bits(rng: random.Random, dtype: torch.dtype) -> tuple[View, ...]:
+    """Now and then a lazy conjugate (complex dtypes) or negative (floating and complex) view on
+    top of an input's other views: ops read them, and in-place ops write through them."""
+    r = rng.random()
+    if dtype.is_complex:
+        if r < 0.08:
+            return (View("conj"),)
+        if r < 0.11:
+            return (View("neg"),)
+        if r < 0.13:
+            return (View("conj"), View("neg"))
+    elif dtype.is_floating_point and r < 0.04:
+        return (View("neg"),)
+    return ()
+
+
 def view_recipe(
     rng: random.Random, shape: tuple[int, ...], depth: int = 0
 ) -> tuple[tuple[int, ...], tuple[View, ...]]:
