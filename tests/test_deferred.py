@@ -1,41 +1,45 @@
-"""Pending buffers (docs/ARCHITECTURE.md, "Buffers"), exercised end to end through a test-only
-deferred op: created without memory, viewed, materialized by a read, and never allocated when they
-die unread. Fused mode builds on the same mechanism."""
+"""Pending buffers (docs/ARCHITECTURE.md, "Buffers") end to end: in fused mode a tensor an op makes
+is created without memory, viewed, given memory when something reads it, and never allocated when
+it dies unread. The op that writes it waits in the stream's open graph until then."""
 
 from __future__ import annotations
 
-import torch
+from collections.abc import Iterator
 
-import torch_tpu
+import pytest
+import torch
 
 MiB = 1 << 20
 
 
-def deferred_full(shape: list[int], value: float) -> torch.Tensor:
-    return torch_tpu._C._deferred_full(shape, value, torch.float32)
+@pytest.fixture(autouse=True)
+def fused() -> Iterator[None]:
+    torch.tpu.synchronize()
+    with torch.tpu.eager_mode("fused"):
+        yield
+    torch.tpu.synchronize()
 
 
 def test_pending_buffer_is_created_without_memory() -> None:
-    torch.tpu.synchronize()
     before = torch.tpu.memory_stats()
-    x = deferred_full([1024, 256], 3.0)  # 1 MiB
+    x = torch.full([1024, 256], 3.0, device="tpu")  # 1 MiB
     after = torch.tpu.memory_stats()
     assert x.device.type == "tpu" and x.shape == (1024, 256) and x.dtype == torch.float32
-    assert not torch_tpu._C._is_materialized(x)
+    assert not torch.tpu.is_materialized(x)
     assert after["allocated_bytes.all.current"] == before["allocated_bytes.all.current"]
     ptr = x.untyped_storage().data_ptr()
     assert ptr != 0 and ptr % 64 == 0  # a stable identity before any memory exists
 
 
 def test_views_share_the_pending_buffer_and_a_read_materializes_it() -> None:
-    x = deferred_full([64, 64], 1.5)
+    x = torch.full([64, 64], 1.5, device="tpu")
     ptr = x.untyped_storage().data_ptr()
     view = x[10:20].t()
     assert view.untyped_storage().data_ptr() == ptr
-    assert not torch_tpu._C._is_materialized(x)
+    assert not torch.tpu.is_materialized(x)
     before = torch.tpu.memory_allocated()
-    assert torch.equal(view.cpu(), torch.full((64, 10), 1.5))  # the read runs the deferred op
-    assert torch_tpu._C._is_materialized(x)
+    assert torch.equal(view.cpu(), torch.full((64, 10), 1.5))  # the read runs the graph
+    assert torch.tpu.is_materialized(x)
     assert torch.tpu.memory_allocated() == before + 64 * 64 * 4
     assert x.untyped_storage().data_ptr() == ptr  # identity unchanged by materialization
     x.add_(1)  # usable like any tensor afterwards
@@ -43,20 +47,22 @@ def test_views_share_the_pending_buffer_and_a_read_materializes_it() -> None:
 
 
 def test_pending_buffer_that_dies_unread_is_never_allocated() -> None:
+    base = torch.ones(4 * MiB, device="tpu")
     torch.tpu.synchronize()
     stats = torch.tpu.memory_stats()
-    fills = torch.tpu.op_stats()["native"].get("fill", 0)
+    adds = torch.tpu.op_stats()["native"].get("add", 0)
     for _ in range(10):
-        x = deferred_full([4 * MiB], 0.0)  # 16 MiB each
+        x = base + 1  # 16 MiB each, dead before any cut
         del x
+    torch.tpu.synchronize()
     after = torch.tpu.memory_stats()
     assert after["allocation.all.allocated"] == stats["allocation.all.allocated"]
     assert after["allocated_bytes.all.peak"] == stats["allocated_bytes.all.peak"]
-    assert torch.tpu.op_stats()["native"]["fill"] == fills + 10  # deferred, counted, never run
+    assert torch.tpu.op_stats()["native"]["add"] == adds + 10  # recorded and counted, never run
 
 
 def test_native_op_consuming_a_pending_buffer() -> None:
-    x = deferred_full([8], 4.0)
+    x = torch.full([8], 4.0, device="tpu")
     y = torch.empty(8, device="tpu")
-    y.copy_(x)  # a device-side consumer materializes its input first
+    y.copy_(x)
     assert torch.equal(y.cpu(), torch.full((8,), 4.0))

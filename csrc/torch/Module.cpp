@@ -15,6 +15,8 @@
 #include "runtime/TpuGenerator.h"
 #include "runtime/TpuStreams.h"
 
+#include "core/drivers/host/host.h"
+#include "core/drivers/pjrt/pjrt.h"
 #include "core/include/tpu.h"
 
 namespace py = pybind11;
@@ -86,8 +88,8 @@ py::dict fused_stats() {
   stats["recomputed"] = s.recomputed;
   stats["recomputed_bytes"] = s.recomputed_bytes;
   tpu_graph_run_stats run{};
-  if (auto graph_stats = reinterpret_cast<tpu_proc_graph_stats>(
-          tpu_driver_proc(TPU_PROC_GRAPH_STATS))) {
+  if (auto graph_stats = reinterpret_cast<tpu_host_graph_stats_fn>(
+          tpu_driver_proc(TPU_HOST_GRAPH_STATS))) {
     graph_stats(&run);
   }
   stats["steps"] = run.steps;
@@ -113,7 +115,7 @@ py::dict compile_cache_stats() {
   stats["compile_us"] = s.compile_us;
   // A compiling driver (PJRT) also reports its executables; the host driver has none.
   auto executable_stats =
-      reinterpret_cast<tpu_proc_executable_stats>(tpu_driver_proc(TPU_PROC_EXECUTABLE_STATS));
+      reinterpret_cast<tpu_pjrt_executable_stats_fn>(tpu_driver_proc(TPU_PJRT_EXECUTABLE_STATS));
   if (executable_stats) {
     tpu_executable_stats e{};
     executable_stats(&e);
@@ -169,31 +171,6 @@ py::list end_op_trace(uint64_t mark) {
         std::string(line)));
   }
   return out;
-}
-
-// A tensor whose storage is a pending buffer filled by a deferred op: memory is committed only if
-// something reads it. Test-only until fused mode builds on it.
-at::Tensor deferred_full(std::vector<int64_t> sizes, double value, c10::ScalarType dtype) {
-  c10::DeviceIndex device = current_device();
-  tpu_dtype core_dtype = to_core_dtype(dtype);
-  TORCH_CHECK_TYPE(tpu_dtype_is_floating(core_dtype), "deferred_full needs a floating dtype");
-  int64_t numel = c10::multiply_integers(sizes);
-  size_t nbytes = static_cast<size_t>(numel) * c10::elementSize(dtype);
-  tpu_buffer* buffer = nullptr;
-  check(tpu_buffer_create_pending(
-      device, static_cast<int>(current_stream(device).id()), nbytes, &buffer));
-  c10::Storage storage(
-      c10::Storage::use_byte_size_t(), nbytes, wrap_buffer(buffer),
-      c10::GetAllocator(c10::DeviceType::PrivateUse1), /*resizable=*/false);
-  at::Tensor result = at::detail::make_tensor<c10::TensorImpl>(
-      std::move(storage), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
-      caffe2::TypeMeta::fromScalarType(dtype));
-  result.unsafeGetTensorImpl()->set_sizes_contiguous(sizes);
-  tpu_op_call* call = new_call(TPU_OP_FILL, 0, 1);
-  call->tensors[0] = core_view(result);
-  call->scalars[0].f = value;
-  check(tpu_op_defer(call));
-  return result;
 }
 
 } // namespace
@@ -302,13 +279,12 @@ PYBIND11_MODULE(_C, m) {
     tpu_set_default_eager_mode(parse_mode(mode));
   });
   m.def("_get_eager_mode", [] {
-    tpu_eager_mode mode = thread_eager_mode();
-    return tpu_eager_mode_name(mode == TPU_EAGER_UNSET ? tpu_default_eager_mode() : mode);
+    return tpu_eager_mode_name(tpu_eager_mode_for(nullptr));
   });
-  m.def("_thread_eager_mode", [] { return mode_or_none(thread_eager_mode()); });
+  m.def("_thread_eager_mode", [] { return mode_or_none(tpu_thread_eager_mode()); });
   m.def("_set_thread_eager_mode", [](const std::optional<std::string>& mode) {
     check(tpu_fused_flush_device(-1, TPU_CUT_MODE_SWITCH));
-    set_thread_eager_mode(mode ? parse_mode(*mode) : TPU_EAGER_UNSET);
+    tpu_set_thread_eager_mode(mode ? parse_mode(*mode) : TPU_EAGER_UNSET);
   });
   m.def("_stream_eager_mode", [](int64_t id, int device) {
     return mode_or_none(tpu_stream_eager_mode(stream_at(id, device)));
@@ -321,8 +297,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_fused_stats", &fused_stats);
   m.def("_reset_fused_stats", [] {
     tpu_fused_reset_stats();
-    if (auto reset = reinterpret_cast<tpu_proc_reset_graph_stats>(
-            tpu_driver_proc(TPU_PROC_RESET_GRAPH_STATS))) {
+    if (auto reset = reinterpret_cast<tpu_host_reset_graph_stats_fn>(
+            tpu_driver_proc(TPU_HOST_RESET_GRAPH_STATS))) {
       reset();
     }
   });
@@ -332,8 +308,8 @@ PYBIND11_MODULE(_C, m) {
     if (cache) {
       tpu_compile_cache_reset_stats(cache);
     }
-    auto reset = reinterpret_cast<tpu_proc_reset_executable_stats>(
-        tpu_driver_proc(TPU_PROC_RESET_EXECUTABLE_STATS));
+    auto reset = reinterpret_cast<tpu_pjrt_reset_executable_stats_fn>(
+        tpu_driver_proc(TPU_PJRT_RESET_EXECUTABLE_STATS));
     if (reset) {
       reset();
     }
@@ -345,7 +321,6 @@ PYBIND11_MODULE(_C, m) {
     std::free(text);
     return out;
   });
-  m.def("_deferred_full", &deferred_full);
   m.def("_is_materialized", [](const at::Tensor& t) {
     TORCH_CHECK(t.is_privateuseone(), "expected a tpu tensor, got ", t.device());
     return tpu_buffer_is_live(buffer_of(t));

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import atexit
 import importlib.util
-import os
 from pathlib import Path
 
 
@@ -25,6 +24,8 @@ def _autoload() -> None:
 
 import torch  # noqa: E402  (after _autoload, see there)
 
+from . import _pjrt_plugin  # noqa: E402
+
 _registered = False
 
 
@@ -32,7 +33,7 @@ def _register() -> None:
     global _registered
     if _registered:
         return
-    _hand_over_pjrt_plugin()
+    _pjrt_plugin.hand_over()
     # Before _C: its tpu_dist backend class derives from torch.distributed's Backend.
     import torch.distributed
 
@@ -53,43 +54,6 @@ def _register() -> None:
 
     _compile.route_default_compiler()
     _registered = True
-
-
-# Packages that hold a PJRT plugin, in the order the PJRT driver looks for them: a TPU VM's libtpu,
-# XLA's CUDA plugin, XLA's CPU plugin.
-_PJRT_PACKAGES = ("libtpu", "jax_plugins.xla_cuda12", "lammps_jax_pjrt_cpu")
-
-
-def _plugin_in_package(name: str) -> str | None:
-    """The PJRT plugin library inside installed package ``name`` (found without importing it)."""
-    try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or spec.origin is None:
-        return None
-    libs = sorted(Path(spec.origin).parent.glob("*.so"))
-    return str(libs[0]) if libs else None
-
-
-def _hand_over_pjrt_plugin() -> None:
-    """Turns TORCH_TPU_PJRT_PLUGIN into a library path for the PJRT driver before it starts.
-
-    A path stays as it is; a package name becomes the plugin inside it; unset, the first installed
-    package of _PJRT_PACKAGES. Nothing found leaves it unset, and the driver's error says what to
-    install.
-    """
-    if os.environ.get("TORCH_TPU_DRIVER") != "pjrt":
-        return
-    given = os.environ.get("TORCH_TPU_PJRT_PLUGIN")
-    if given and os.path.sep in given:
-        return
-    names = (given.replace("-", "_"),) if given else _PJRT_PACKAGES
-    for name in names:
-        path = _plugin_in_package(name)
-        if path:
-            os.environ["TORCH_TPU_PJRT_PLUGIN"] = path
-            return
 
 
 def _hand_over_blas() -> None:

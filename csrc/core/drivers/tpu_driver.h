@@ -4,7 +4,7 @@
  * TORCH_TPU_DRIVER among the registered ones (drivers/tpu_drivers.h lists the built-in ones);
  * docs/ARCHITECTURE.md shows how to add one.
  *
- * Calls are synchronous: the core's streams (exec/tpu_stream.h) order the work and call op_run and
+ * Calls are synchronous: the core's streams (device/tpu_stream.h) order the work and call op_run and
  * graph_run on their worker threads, which return once the outputs are written. Copies between
  * the host and a chip, or within a chip, are the COPY op: its host operand is a tensor whose buf is
  * NULL (tensor/tpu_tensor.h). Copies between chips go through the host. A driver reads its
@@ -17,10 +17,30 @@
 #include <stdint.h>
 
 #include "base/tpu_status.h"
-#include "exec/tpu_device.h"
-#include "graph/tpu_graph.h"
-#include "mem/tpu_heap.h"
-#include "ops/tpu_op.h"
+
+/* The core's types a driver handles, by pointer only: the interface sits below the layers that
+ * define them (docs/ARCHITECTURE.md, "Layers"). */
+typedef struct tpu_heap tpu_heap;       /* mem/tpu_heap.h */
+typedef struct tpu_buffer tpu_buffer;   /* tensor/tpu_buffer.h */
+typedef struct tpu_tensor tpu_tensor;   /* tensor/tpu_tensor.h */
+typedef struct tpu_op_call tpu_op_call; /* ops/tpu_op.h */
+typedef struct tpu_graph tpu_graph;     /* graph/tpu_graph.h */
+
+#define TPU_MAX_DEVICES 64
+
+/* What a chip is. */
+typedef enum tpu_device_kind {
+  TPU_DEVICE_SIMULATED, /* a chip simulated in host memory */
+  TPU_DEVICE_TPU,
+  TPU_DEVICE_GPU,
+  TPU_DEVICE_CPU,
+} tpu_device_kind;
+
+typedef struct tpu_device_props {
+  char name[64];       /* e.g. "TPU v5e (simulated)" */
+  size_t memory_bytes; /* capacity: at least one 2 MiB allocator segment */
+  tpu_device_kind kind;
+} tpu_device_props;
 
 /* An extra's function, cast to its TPU_PROC_* type before the call. */
 typedef void (*tpu_proc)(void);
@@ -75,47 +95,20 @@ typedef struct tpu_driver_i {
                           const tpu_buffer *donor);
   bool (*graph_recomputable)(const tpu_graph *graph, int node);
 
-  /* Extras one driver has and the core does not need (optional; NULL: none): the function named
-   * `name`, one of the TPU_PROC_* names below, or NULL. */
+  /* Extras (optional; NULL: none): the function named `name`, or NULL. The core's are the
+   * TPU_PROC_* names below; a driver's own are in its public header, drivers/<name>/<name>.h. */
   tpu_proc (*get_proc_address)(const char *name);
 } tpu_driver_i;
 
-/* Extras by name and type. */
-#define TPU_PROC_SET_THREADS "set_threads"       /* void (int): torch.set_num_threads */
+/* Extras by name and type that any driver may have and the core uses: debug mode's scan for NaN
+ * and infinity (ops/tpu_op_debug.h). A driver's own extras are named in its public header
+ * (drivers/<name>/<name>.h). */
 #define TPU_PROC_HAS_NONFINITE "has_nonfinite"   /* bool (const tpu_tensor *): a NaN or inf? */
 #define TPU_PROC_FIRST_NONFINITE "first_nonfinite" /* bool (const tpu_tensor *, int64_t *index,
                                                       double *value): the first, row-major */
-#define TPU_PROC_GRAPH_STATS "graph_stats"       /* void (tpu_graph_run_stats *) */
-#define TPU_PROC_RESET_GRAPH_STATS "reset_graph_stats" /* void (void) */
-#define TPU_PROC_BLAS_INFO "blas_info"           /* void (char *buf, size_t len) */
-#define TPU_PROC_SET_BLAS_PATH "set_blas_path"   /* void (const char *): a CBLAS library */
-#define TPU_PROC_USE_F32_KERNEL "use_f32_kernel" /* void (bool): fp32 GEMMs on the own kernel */
-#define TPU_PROC_EXECUTABLE_STATS "executable_stats" /* void (tpu_executable_stats *) */
-#define TPU_PROC_RESET_EXECUTABLE_STATS "reset_executable_stats" /* void (void) */
 
-typedef void (*tpu_proc_set_threads)(int threads);
 typedef bool (*tpu_proc_has_nonfinite)(const tpu_tensor *t);
 typedef bool (*tpu_proc_first_nonfinite)(const tpu_tensor *t, int64_t *index, double *value);
-typedef void (*tpu_proc_blas_info)(char *buf, size_t len);
-typedef void (*tpu_proc_set_blas_path)(const char *path);
-typedef void (*tpu_proc_use_f32_kernel)(bool enabled);
-
-/* What graph_run ran since start or reset: steps, fused steps among them, the nodes those covered,
- * and the fused steps that were a GEMM with its epilogue. */
-typedef struct tpu_graph_run_stats {
-  uint64_t steps, fused_steps, fused_nodes, gemm_epilogues;
-} tpu_graph_run_stats;
-typedef void (*tpu_proc_graph_stats)(tpu_graph_run_stats *stats);
-typedef void (*tpu_proc_reset_graph_stats)(void);
-
-/* What a compiling driver's executables did since start or reset: executables compiled, loaded
- * from and written to its disk cache, and the microseconds compiling and loading took; runs of
- * executables and the microseconds from launch to completion they took. */
-typedef struct tpu_executable_stats {
-  uint64_t compiles, disk_loads, disk_stores, compile_us, load_us, runs, run_us;
-} tpu_executable_stats;
-typedef void (*tpu_proc_executable_stats)(tpu_executable_stats *stats);
-typedef void (*tpu_proc_reset_executable_stats)(void);
 
 /* Most drivers one process registers. */
 #define TPU_MAX_DRIVERS 8

@@ -9,8 +9,9 @@
 
 #include "base/tpu_env.h"
 #include "drivers/tpu_driver.h"
-#include "exec/tpu_device.h"
+#include "device/tpu_device.h"
 #include "exec/tpu_remat.h"
+#include "exec/tpu_submit.h"
 #include "graph/tpu_compile_cache.h"
 #include "graph/tpu_graph.h"
 
@@ -89,6 +90,22 @@ void tpu_set_default_eager_mode(tpu_eager_mode mode) {
   tpu_set_launch_blocking(mode == TPU_EAGER_DEBUG);
 }
 
+static _Thread_local tpu_eager_mode thread_mode = TPU_EAGER_UNSET;
+
+tpu_eager_mode tpu_thread_eager_mode(void) { return thread_mode; }
+
+void tpu_set_thread_eager_mode(tpu_eager_mode mode) {
+  thread_mode = mode;
+  tpu_set_thread_launch_blocking(mode == TPU_EAGER_UNSET ? -1 : mode == TPU_EAGER_DEBUG);
+}
+
+tpu_eager_mode tpu_eager_mode_for(tpu_stream *s) {
+  tpu_eager_mode mode = thread_mode;
+  if (mode == TPU_EAGER_UNSET && s)
+    mode = tpu_stream_eager_mode(s);
+  return mode == TPU_EAGER_UNSET ? tpu_default_eager_mode() : mode;
+}
+
 static fused_state *state_of(tpu_stream *s) {
   int device = tpu_stream_device(s), index = tpu_stream_index(s);
   fused_state *st = atomic_load(&states[device][index]);
@@ -155,7 +172,7 @@ static tpu_status prepare_buffers(fused_state *st, const tpu_op_call *call) {
     if (!b || tpu_buffer_is_live(b))
       continue;
     void *owner = tpu_buffer_materializer_ctx(b);
-    if (owner == st || (i >= call->n_inputs && !owner && !tpu_buffer_has_producer(b)))
+    if (owner == st || (i >= call->n_inputs && !owner))
       continue;
     tpu_status status = tpu_buffer_materialize(b);
     if (status != TPU_OK)
@@ -241,9 +258,9 @@ tpu_status tpu_fused_add(tpu_stream *s, tpu_op_call *call) {
       tpu_op_call_free(call);
       return status;
     }
-    return tpu_op_launch(s, call);
+    return tpu_submit_launch(s, call);
   }
-  tpu_status status = tpu_op_accept(tpu_stream_device(s), call);
+  tpu_status status = tpu_submit_accept(tpu_stream_device(s), call);
   if (status == TPU_OK)
     status = prepare_buffers(st, call);
   if (status != TPU_OK) {

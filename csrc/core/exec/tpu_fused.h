@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "exec/tpu_stream.h"
+#include "device/tpu_stream.h"
 #include "ops/tpu_op.h"
 
 /* Nodes after which an open graph is cut (a bound on planning time and on what a cut holds);
@@ -66,8 +66,18 @@ void tpu_set_default_eager_mode(tpu_eager_mode mode);
 void tpu_stream_set_eager_mode(tpu_stream *stream, tpu_eager_mode mode);
 tpu_eager_mode tpu_stream_eager_mode(tpu_stream *stream);
 
-/* Records `call` as the next node of the stream's open graph, taking ownership of it in every case.
- * Validates it as a launch does and counts it as a native call. A call that cannot wait (see
+/* The calling thread's own mode (TPU_EAGER_UNSET: none), which overrides its streams' (`with
+ * torch.tpu.eager_mode(...)`); debug is launch blocking for that thread alone. */
+tpu_eager_mode tpu_thread_eager_mode(void);
+void tpu_set_thread_eager_mode(tpu_eager_mode mode);
+
+/* The mode work submitted to `stream` by the calling thread runs in: the thread's mode, else the
+ * stream's (NULL: none), else the process default. */
+tpu_eager_mode tpu_eager_mode_for(tpu_stream *stream);
+
+/* Records `call` as the next node of the stream's open graph, taking ownership of it in every case
+ * (tpu_submit calls this in fused mode). Validates it as a launch does and counts it as a native
+ * call. A call that cannot wait (see
  * TPU_CUT_UNDEFERRABLE) cuts the graph and is launched, and so is every call on a chip without a
  * pending range (tpu_buffer_pending_supported: fused mode is off there). Cuts at the stream's
  * node cap (tpu_fused_set_graph_cap). */

@@ -119,7 +119,7 @@ static void resolve(tpu_graph *g, int n, const tpu_op_call *call, int i, tpu_gra
   bool output = i >= call->n_inputs;
   bool fresh = false;
   if (s < 0) {
-    fresh = output && t->buf && !tpu_buffer_is_live(t->buf) && !tpu_buffer_has_producer(t->buf);
+    fresh = output && t->buf && !tpu_buffer_is_live(t->buf);
     s = add_slot(g, key, !t->buf);
   }
   tpu_graph_slot *slot = &g->slots[s];

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "drivers/tpu_driver.h"
-#include "exec/tpu_device.h"
-#include "exec/tpu_stream.h"
+#include "device/tpu_device.h"
+#include "device/tpu_stream.h"
 #include "mem/tpu_heap.h"
 #include "mem/tpu_treap.h"
 

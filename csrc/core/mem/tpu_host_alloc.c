@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "exec/tpu_stream.h"
+#include "device/tpu_address_space.h"
+#include "device/tpu_stream.h"
 #include "mem/tpu_heap.h"
 #include "mem/tpu_reserve.h"
 #include "mem/tpu_treap.h"
@@ -134,7 +135,7 @@ tpu_status tpu_host_alloc(size_t nbytes, void **out) {
   *out = NULL;
   if (nbytes > HOST_MAX_BLOCK)
     return tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of pinned memory", nbytes);
-  size_t range = tpu_reserve_host_bytes();
+  size_t range = tpu_address_space_host_bytes();
   host_lock();
   tpu_status st = TPU_OK;
   if (!host.heap)

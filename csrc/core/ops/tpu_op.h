@@ -1,8 +1,7 @@
 /* The op table: every native op has an id, a name and a call counter; its contract (which tensors
  * and scalars a call holds, what it computes) is in its family's header, and a driver
  * (drivers/tpu_driver.h) runs it. An op call names its op, its tensors (inputs first, then
- * outputs) and its scalars; launching it validates the views, materializes pending inputs, takes
- * buffer references and submits it to a stream. */
+ * outputs) and its scalars; exec/tpu_submit.h submits it to a stream. */
 #ifndef TPU_OP_H
 #define TPU_OP_H
 
@@ -10,7 +9,6 @@
 #include <stdint.h>
 
 #include "base/tpu_status.h"
-#include "exec/tpu_stream.h"
 #include "ops/tpu_ops_base.h"
 #include "ops/tpu_ops_elementwise.h"
 #include "ops/tpu_ops_reduce.h"
@@ -65,7 +63,7 @@ typedef struct tpu_op_call {
   tpu_op_id op;
   int n_inputs;
   int n_outputs;
-  bool deferred; /* set by tpu_op_defer: holds references and pending-reader counts on its inputs */
+  bool host_fallback; /* set at submission: the core's fallback runs it (ops/tpu_op_fallback.h) */
   tpu_dtype compute; /* the dtype the op computes in (type promotion's result), for ops with one */
   tpu_scalar scalars[TPU_OP_MAX_SCALARS];
   /* Runs after the kernel (or when the call is dropped) to free memory the call owns, e.g. the
@@ -87,39 +85,20 @@ void tpu_op_set_scalar_input(tpu_op_call *call, int index, int slot, tpu_scalar 
 /* Frees a call that was never launched (running its cleanup). */
 void tpu_op_call_free(tpu_op_call *call);
 
-/* A new, not deferred call with src's op, compute dtype, scalars and views (no buffer references
+/* A new call with src's op, compute dtype, scalars and views (no buffer references
  * taken); a scalar operand held in src (tpu_op_set_scalar_input) is held in the copy. Other host
  * memory and the cleanup are not copied: the copy must not outlive that memory. NULL when out of
  * host memory. */
 tpu_op_call *tpu_op_call_clone(const tpu_op_call *src);
-
-/* Whether `call` can run: the driver supports it (drivers/tpu_driver.h's supports_op), or the
- * core's counted CPU fallback does (ops/tpu_op_fallback.h). Launches refuse other calls with
- * TPU_ERR_NOT_IMPLEMENTED. */
-bool tpu_op_supported(const tpu_op_call *call);
-
-/* Validates and submits `call` to `stream`, taking ownership of it in every case. Counts one native
- * call of the op. Under launch blocking the kernel's error returns here; otherwise it is raised at
- * the next synchronization and poisons the call's outputs. */
-tpu_status tpu_op_launch(tpu_stream *stream, tpu_op_call *call);
-
-/* Validates `call`'s views for `device` as a launch does and counts one native call of its op,
- * without running it: for fused mode, which records the call in a graph instead. */
-tpu_status tpu_op_accept(int device, const tpu_op_call *call);
-
-/* Like tpu_op_launch, then waits for the stream and returns its first error: for copies to the host
- * and reads of scalars. Also fails when an input is poisoned. */
-tpu_status tpu_op_launch_sync(tpu_stream *stream, tpu_op_call *call);
-
-/* Records `call` as the deferred producer of its single output's pending buffer instead of running
- * it; the output buffer must have been made with tpu_buffer_create_pending. Takes ownership. */
-tpu_status tpu_op_defer(tpu_op_call *call);
 
 /* Name of an op, e.g. "copy". */
 const char *tpu_op_name(tpu_op_id op);
 
 /* The op's attribute scalars (a TPU_ATTR mask; 0 for an invalid id). */
 uint8_t tpu_op_attr_scalars(tpu_op_id op);
+
+/* Counts one native call of `op` (a call submitted to a stream or recorded in a graph). */
+void tpu_op_count_native(tpu_op_id op);
 
 /* Native calls of `op` since start or the last reset. */
 uint64_t tpu_op_native_count(tpu_op_id op);

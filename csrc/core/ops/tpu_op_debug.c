@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/tpu_env_switch.h"
+#include "device/tpu_stream.h"
 #include "drivers/tpu_driver.h"
 #include "ops/tpu_op_trace.h"
 

@@ -81,7 +81,6 @@ static tpu_status run_on_host(const tpu_driver_i *d, const tpu_driver_i *host,
   int n_bufs = 0;
   if (st == TPU_OK) {
     memcpy(staged, call, call_bytes);
-    staged->deferred = false;
     staged->cleanup = NULL;
   }
   for (int i = 0; i < n && st == TPU_OK; i++) {
@@ -121,9 +120,25 @@ static tpu_status run_on_host(const tpu_driver_i *d, const tpu_driver_i *host,
   return st;
 }
 
+tpu_status tpu_op_route(tpu_op_call *call) {
+  const tpu_driver_i *d = tpu_driver();
+  if (!d)
+    return tpu_driver_error();
+  call->host_fallback = !driver_supports(d, call);
+  if (!call->host_fallback)
+    return TPU_OK;
+  const tpu_driver_i *host = fallback_driver(d);
+  if (host && driver_supports(host, call))
+    return TPU_OK;
+  const char *dtype = call->n_inputs + call->n_outputs > 0 ? tpu_dtype_name(call->tensors[0].dtype)
+                                                           : "these operands";
+  return tpu_error(TPU_ERR_NOT_IMPLEMENTED, "tpu op '%s' is not implemented for %s by the %s driver",
+                   tpu_op_name(call->op), dtype, d->name);
+}
+
 tpu_status tpu_op_run(const tpu_op_call *call) {
   const tpu_driver_i *d = tpu_driver();
-  if (driver_supports(d, call))
+  if (!call->host_fallback)
     return d->op_run(call);
   const tpu_driver_i *host = fallback_driver(d);
   if (!host)

@@ -13,7 +13,11 @@
 /* Whether `call` can run: on the driver, or through the fallback. */
 bool tpu_op_runnable(const tpu_op_call *call);
 
-/* Runs `call` (its outputs have memory) on the driver, or through the fallback. */
+/* Decides once, at submission, who runs `call`: the driver, or the fallback (call->host_fallback).
+ * TPU_ERR_NOT_IMPLEMENTED, naming the op and its dtype, when neither can. */
+tpu_status tpu_op_route(tpu_op_call *call);
+
+/* Runs a routed `call` (its outputs have memory) where tpu_op_route decided. */
 tpu_status tpu_op_run(const tpu_op_call *call);
 
 #endif

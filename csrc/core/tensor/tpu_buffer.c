@@ -6,16 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/tpu_device.h"
-#include "exec/tpu_stream.h"
+#include "device/tpu_address_space.h"
+#include "device/tpu_device.h"
 #include "mem/tpu_allocator.h"
 #include "mem/tpu_heap.h"
 #include "mem/tpu_reserve.h"
-#include "ops/tpu_op.h"
 
 struct tpu_buffer {
   atomic_int refcount;
-  atomic_int pending_readers; /* unlaunched deferred ops that read this buffer */
+  atomic_int pending_readers; /* nodes of open graphs that read or write this buffer */
   atomic_bool storage_released;
   atomic_bool live;
   int device;
@@ -23,7 +22,6 @@ struct tpu_buffer {
   size_t nbytes;
   void *identity;
   void *mem;                    /* NULL while pending */
-  struct tpu_op_call *producer; /* pending: the deferred op that writes this buffer */
   tpu_materialize_fn materializer; /* pending: runs the graph that writes this buffer */
   void *materializer_ctx;
   _Atomic(char *) poison;       /* message of the failed async op that wrote it, or NULL */
@@ -60,7 +58,7 @@ static void warn_refusal(void) {
  * space cannot hold one, which is warned about once in the process. */
 static tpu_heap *pending_heap_locked(int device) {
   if (atomic_load(&pending_state[device]) == 0) {
-    size_t bytes = tpu_reserve_pending_bytes(device);
+    size_t bytes = tpu_address_space_pending_bytes(device);
     if (tpu_reserve_heap(bytes, bytes / PENDING_MIN_FRACTION, false, &pending_heaps[device]) ==
         TPU_OK) {
       atomic_store(&pending_state[device], 1);
@@ -85,9 +83,8 @@ bool tpu_buffer_pending_supported(int device) {
   return state > 0;
 }
 
-/* Serializes materialization, so two threads reading one pending buffer run its producer once;
- * recursive because materializing a producer materializes its pending inputs. */
-static pthread_mutex_t materialize_mu = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+/* Serializes materialization, so two threads reading one pending buffer give it memory once. */
+static pthread_mutex_t materialize_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static tpu_buffer *buffer_new(int device, int stream, size_t nbytes) {
   tpu_buffer *b = calloc(1, sizeof *b);
@@ -143,13 +140,6 @@ tpu_status tpu_buffer_create_pending(int device, int stream, size_t nbytes, tpu_
   return TPU_OK;
 }
 
-void tpu_buffer_set_producer(tpu_buffer *b, tpu_op_call *call) {
-  for (int i = 0; i < call->n_inputs; i++)
-    if (call->tensors[i].buf)
-      atomic_fetch_add(&call->tensors[i].buf->pending_readers, 1);
-  b->producer = call;
-}
-
 void tpu_buffer_set_materializer(tpu_buffer *b, tpu_materialize_fn fn, void *ctx) {
   pthread_mutex_lock(&materialize_mu);
   b->materializer = fn;
@@ -177,13 +167,6 @@ void *tpu_buffer_identity(const tpu_buffer *b) { return b->identity; }
 void *tpu_buffer_memory(const tpu_buffer *b) { return b->mem; }
 const char *tpu_buffer_poison_message(const tpu_buffer *b) { return atomic_load(&b->poison); }
 
-bool tpu_buffer_has_producer(const tpu_buffer *b) {
-  pthread_mutex_lock(&materialize_mu);
-  bool has = b->producer != NULL;
-  pthread_mutex_unlock(&materialize_mu);
-  return has;
-}
-
 tpu_status tpu_buffer_materialize(tpu_buffer *b) {
   if (atomic_load(&b->live))
     return TPU_OK;
@@ -202,24 +185,8 @@ tpu_status tpu_buffer_materialize(tpu_buffer *b) {
   tpu_status st = TPU_OK;
   if (!atomic_load(&b->live)) {
     st = tpu_mem_alloc(b->device, b->stream, b->nbytes, &b->mem);
-    if (st == TPU_OK) {
-      tpu_op_call *producer = b->producer;
-      b->producer = NULL;
+    if (st == TPU_OK)
       atomic_store(&b->live, true);
-      if (producer) {
-        /* The buffer is live now: if its producer cannot launch, nothing will write it. */
-        const char *name = tpu_op_name(producer->op);
-        tpu_stream *stream = tpu_stream_get(b->device, b->stream);
-        if (stream) {
-          st = tpu_op_launch(stream, producer);
-        } else {
-          tpu_op_call_free(producer);
-          st = tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot allocate a stream");
-        }
-        if (st != TPU_OK)
-          tpu_buffer_poison(b, name, tpu_last_error());
-      }
-    }
   }
   pthread_mutex_unlock(&materialize_mu);
   return st;
@@ -230,7 +197,7 @@ int tpu_buffer_pending_readers(const tpu_buffer *b) { return atomic_load(&b->pen
 bool tpu_buffer_donate(tpu_buffer *from, tpu_buffer *to) {
   pthread_mutex_lock(&materialize_mu);
   bool ok = from != to && atomic_load(&from->storage_released) && !atomic_load(&to->live) &&
-            !to->producer && from->device == to->device && from->stream == to->stream &&
+            from->device == to->device && from->stream == to->stream &&
             from->nbytes == to->nbytes;
   /* Taking `live` from `from` keeps maybe_return_memory from freeing what `to` now owns. */
   bool expected = true;
@@ -272,13 +239,8 @@ void tpu_buffer_reader_done(tpu_buffer *b) {
 void tpu_buffer_release_storage(tpu_buffer *b) {
   pthread_mutex_lock(&materialize_mu);
   bool pending = !atomic_load(&b->live);
-  tpu_op_call *producer = b->producer;
-  b->producer = NULL;
   atomic_store(&b->storage_released, true);
   pthread_mutex_unlock(&materialize_mu);
-  /* Died unread: the producer never runs and the memory is never allocated. */
-  if (producer)
-    tpu_op_call_free(producer);
   if (b->identity != b->mem) {
     pthread_mutex_lock(&pending_mu);
     tpu_heap_free(pending_heaps[b->device], b->identity);

@@ -1,11 +1,12 @@
 /* A buffer is the memory behind one storage. Its identity (the address PyTorch sees as the DataPtr)
  * is unique, 64-byte aligned and fixed at creation. A live buffer's identity is its memory. A
- * pending buffer (produced by a deferred op) has an identity from a reserved, inaccessible range and
- * no memory until something reads it; one that dies unread is never allocated.
+ * pending buffer (the output of a node of a fused-mode graph, exec/tpu_fused.h) has an identity from
+ * a reserved, inaccessible range and no memory until something reads it or the graph runs; one
+ * that dies unread is never allocated.
  *
  * Lifetime: the storage holds one reference and each queued op holds one. When the storage dies
  * (tpu_buffer_release_storage) the memory goes back to the allocator at once, stream-ordered, unless
- * a deferred op that has not been launched yet still reads it. */
+ * a node of an open graph still reads or writes it. */
 #ifndef TPU_BUFFER_H
 #define TPU_BUFFER_H
 
@@ -15,15 +16,12 @@
 
 #include "base/tpu_status.h"
 
-struct tpu_op_call;
-
 typedef struct tpu_buffer tpu_buffer;
 
 /* A live buffer of `nbytes` on `device`, allocated for stream index `stream`; refcount 1. */
 tpu_status tpu_buffer_create(int device, int stream, size_t nbytes, tpu_buffer **out);
 
-/* A pending buffer: identity only, refcount 1. Attach its producer with tpu_buffer_set_producer.
- * On a chip without a pending range (tpu_buffer_pending_supported) a live buffer instead. */
+/* A pending buffer: identity only, refcount 1. Its graph sets its materializer. On a chip without a pending range (tpu_buffer_pending_supported) a live buffer instead. */
 tpu_status tpu_buffer_create_pending(int device, int stream, size_t nbytes, tpu_buffer **out);
 
 /* Whether the chip has a range of pending identities, reserved on the first call: false when an
@@ -31,16 +29,12 @@ tpu_status tpu_buffer_create_pending(int device, int stream, size_t nbytes, tpu_
  * needs it (exec/tpu_fused.h). */
 bool tpu_buffer_pending_supported(int device);
 
-/* Makes `call` (a deferred op whose single output views this buffer) the pending buffer's producer;
- * the buffer owns the call. Counts the call's inputs' pending readers. */
-void tpu_buffer_set_producer(tpu_buffer *buffer, struct tpu_op_call *call);
-
-/* Makes a pending buffer live: allocates its memory and launches its producer on its stream. A no-op
- * for a live buffer. */
+/* Makes a pending buffer live: runs its materializer, then allocates its memory if the
+ * materializer did not. A no-op for a live buffer. */
 tpu_status tpu_buffer_materialize(tpu_buffer *buffer);
 
-/* Called instead of launching a producer when a pending buffer must become live, e.g. to run the
- * fused-mode graph that writes it; it may make the buffer live itself. */
+/* Called when a pending buffer must become live, e.g. to run the fused-mode graph that writes it;
+ * it may make the buffer live itself. */
 typedef tpu_status (*tpu_materialize_fn)(void *ctx);
 
 /* Sets (or, with fn NULL, clears) the pending buffer's materializer: tpu_buffer_materialize calls
@@ -67,7 +61,7 @@ void tpu_buffer_retain(tpu_buffer *buffer);
 void tpu_buffer_release(tpu_buffer *buffer);
 
 /* The storage that owns the buffer died: give the memory back (see the header comment) and drop the
- * storage's reference. A pending buffer is dropped with its producer, never allocated. */
+ * storage's reference. A pending buffer is never allocated. */
 void tpu_buffer_release_storage(tpu_buffer *buffer);
 
 /* Device, stream index (whose pool gives its memory), size, identity (the DataPtr address) and
@@ -78,22 +72,20 @@ size_t tpu_buffer_nbytes(const tpu_buffer *buffer);
 void *tpu_buffer_identity(const tpu_buffer *buffer);
 void *tpu_buffer_memory(const tpu_buffer *buffer);
 
-/* Unlaunched deferred readers and writers of the buffer (tpu_buffer_add_reader). */
+/* Nodes of open graphs that read or write the buffer (tpu_buffer_add_reader). */
 int tpu_buffer_pending_readers(const tpu_buffer *buffer);
 
-/* Gives `to`, a pending buffer without a producer, the memory of `from`, a live buffer of the same
+/* Gives `to`, a pending buffer, the memory of `from`, a live buffer of the same
  * size, device and stream whose storage died: a memory plan's in-place reuse. `from` keeps the
  * address (its last readers still locate it) but no longer owns the memory, which goes back when
  * `to` dies. False, changing nothing, when a condition does not hold. */
 bool tpu_buffer_donate(tpu_buffer *from, tpu_buffer *to);
 
-/* True while the buffer waits for its producer (pending and not materialized). */
-bool tpu_buffer_has_producer(const tpu_buffer *buffer);
-
 /* The poison message (see tpu_buffer_poison), or NULL. */
 const char *tpu_buffer_poison_message(const tpu_buffer *buffer);
 
-/* Called when a deferred op reading this buffer is launched or dropped: one pending reader fewer. */
+/* Called when a graph node reading or writing this buffer ran or was dropped: one pending reader
+ * fewer. */
 void tpu_buffer_reader_done(tpu_buffer *buffer);
 
 /* Marks the buffer's contents invalid because `op` failed with `message` asynchronously. */

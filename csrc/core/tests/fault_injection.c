@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "drivers/host/host.h"
 #include "drivers/tpu_driver.h"
 #include "fault_scenarios.h"
 #include "tpu_test_fault.h"
@@ -164,7 +165,7 @@ static void *shared_memory(size_t bytes) {
 int main(void) {
   TEST_MAIN_BEGIN();
   /* Two pool threads, as CI has: fewer allocations whose order depends on timing. */
-  tpu_proc_set_threads set_threads = (tpu_proc_set_threads)tpu_driver_proc(TPU_PROC_SET_THREADS);
+  tpu_host_set_threads_fn set_threads = (tpu_host_set_threads_fn)tpu_driver_proc(TPU_HOST_SET_THREADS);
   if (set_threads)
     set_threads(2);
   for (int i = 0; i < COLD; i++)

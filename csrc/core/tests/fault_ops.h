@@ -63,7 +63,7 @@ static tpu_op_call *fcall(tpu_op_id op, const tpu_tensor *t, int n_in, double s0
 
 /* Launches in strict mode, or records in the stream's open graph. */
 static tpu_status run_op(tpu_stream *s, bool fused, tpu_op_call *call) {
-  return fused ? tpu_fused_add(s, call) : tpu_op_launch(s, call);
+  return tpu_test_submit(s, fused ? TPU_EAGER_FUSED : TPU_EAGER_STRICT, call);
 }
 
 static tpu_status binary(tpu_stream *s, bool fused, tpu_op_id op, tpu_buffer *a, tpu_buffer *b,
@@ -104,18 +104,18 @@ static tpu_status softmax(tpu_stream *s, tpu_buffer *a, tpu_buffer *out) {
     call->tensors[1] = fmatrix(out);
     call->scalars[0].i = 2;
   }
-  return tpu_op_launch(s, call);
+  return tpu_submit(s, call);
 }
 
 /* Synchronous copies between the host and a buffer (the first n floats). */
 static tpu_status upload(tpu_stream *s, const float *host, tpu_buffer *b, int64_t n) {
   const tpu_tensor t[2] = {fview(NULL, (void *)host, n), fview(b, NULL, n)};
-  return tpu_op_launch_sync(s, fcall(TPU_OP_COPY, t, 1, 0.0));
+  return tpu_submit_sync(s, fcall(TPU_OP_COPY, t, 1, 0.0));
 }
 
 static tpu_status download(tpu_stream *s, tpu_buffer *b, float *host, int64_t n) {
   const tpu_tensor t[2] = {fview(b, NULL, n), fview(NULL, host, n)};
-  return tpu_op_launch_sync(s, fcall(TPU_OP_COPY, t, 1, 0.0));
+  return tpu_submit_sync(s, fcall(TPU_OP_COPY, t, 1, 0.0));
 }
 
 static void release_all(tpu_buffer **bufs, int n) {
@@ -198,7 +198,7 @@ static tpu_status read_written(tpu_stream *s, tpu_buffer **buf, const bool *writ
 /* out (one float) = a + a: a tiny op, which runs on the launching thread if the stream is idle. */
 static tpu_status tiny(tpu_stream *s, tpu_buffer *a, tpu_buffer *out) {
   const tpu_tensor t[3] = {fview(a, NULL, 1), fview(a, NULL, 1), fview(out, NULL, 1)};
-  return tpu_op_launch(s, fcall(TPU_OP_ADD, t, 2, 1.0));
+  return tpu_submit(s, fcall(TPU_OP_ADD, t, 2, 1.0));
 }
 
 #endif

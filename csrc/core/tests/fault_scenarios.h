@@ -7,7 +7,7 @@
 
 #include <time.h>
 
-#include "exec/tpu_event.h"
+#include "device/tpu_event.h"
 #include "fault_ops.h"
 #include "graph/tpu_compile_cache.h"
 #include "graph/tpu_graph.h"
@@ -44,10 +44,10 @@ static tpu_status scenario_strict(results *r) {
   return st;
 }
 
-/* Debug mode: the strict scenario with launch blocking (every op runs on this thread), the NaN
- * check and an op trace collected. */
+/* Debug mode: the strict scenario in this thread's debug mode (launch blocking: every op runs on
+ * this thread), the NaN check and an op trace collected. */
 static tpu_status scenario_debug(results *r) {
-  tpu_set_thread_launch_blocking(1);
+  tpu_set_thread_eager_mode(TPU_EAGER_DEBUG);
   tpu_set_nan_check(true);
   uint64_t mark = tpu_op_trace_begin();
   tpu_status st = scenario_strict(r);
@@ -58,7 +58,7 @@ static tpu_status scenario_debug(results *r) {
   CHECK(st != TPU_OK || count >= 7);
   tpu_op_trace_free(records, count);
   tpu_set_nan_check(false);
-  tpu_set_thread_launch_blocking(-1);
+  tpu_set_thread_eager_mode(TPU_EAGER_UNSET);
   return st;
 }
 

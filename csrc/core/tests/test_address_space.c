@@ -10,10 +10,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "exec/tpu_device.h"
+#include "device/tpu_device.h"
 #include "exec/tpu_fused.h"
 #include "mem/tpu_allocator.h"
-#include "mem/tpu_reserve.h"
+#include "device/tpu_address_space.h"
 #include "ops/tpu_op.h"
 #include "tensor/tpu_buffer.h"
 #include "tpu_test.h"
@@ -22,23 +22,11 @@
 #define GiB ((size_t)1 << 30)
 #define N 4096
 
-/* What the process maps now, as the runtime reads it. */
-static size_t mapped(void) {
-  unsigned long pages = 0;
-  FILE *f = fopen("/proc/self/statm", "r");
-  if (f) {
-    if (fscanf(f, "%lu", &pages) != 1)
-      pages = 0;
-    fclose(f);
-  }
-  return (size_t)pages * (size_t)sysconf(_SC_PAGESIZE);
-}
-
 /* Leaves the process `room` bytes of address space beyond what it maps now. */
 static void limit_to(size_t room) {
   struct rlimit lim;
   getrlimit(RLIMIT_AS, &lim);
-  lim.rlim_cur = mapped() + room;
+  lim.rlim_cur = tpu_address_space_mapped() + room;
   CHECK(setrlimit(RLIMIT_AS, &lim) == 0);
 }
 
@@ -72,12 +60,12 @@ static void add_and_check(bool fused, tpu_buffer *a, tpu_buffer *out, float valu
   call->tensors[2] = view(out, NULL);
   call->compute = TPU_FLOAT32;
   call->scalars[0].f = 1.0;
-  CHECK_OK(fused ? tpu_fused_add(s, call) : tpu_op_launch(s, call));
+  CHECK_OK(tpu_test_submit(s, fused ? TPU_EAGER_FUSED : TPU_EAGER_STRICT, call));
   static float host[N];
   tpu_op_call *copy = tpu_op_call_new(TPU_OP_COPY, 1, 1);
   copy->tensors[0] = view(out, NULL);
   copy->tensors[1] = view(NULL, host);
-  CHECK_OK(tpu_op_launch_sync(s, copy));
+  CHECK_OK(tpu_submit_sync(s, copy));
   CHECK(host[0] == 2 * value && host[N - 1] == 2 * value);
 }
 
@@ -88,7 +76,7 @@ static tpu_buffer *filled(float value) {
   tpu_op_call *call = tpu_op_call_new(TPU_OP_FILL, 0, 1);
   call->tensors[0] = view(b, NULL);
   call->scalars[0].f = value;
-  CHECK_OK_OR(tpu_op_launch(tpu_stream_get(0, 0), call), b);
+  CHECK_OK_OR(tpu_submit(tpu_stream_get(0, 0), call), b);
   return b;
 }
 

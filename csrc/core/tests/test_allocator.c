@@ -7,8 +7,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "exec/tpu_device.h"
-#include "exec/tpu_stream.h"
+#include "device/tpu_device.h"
+#include "device/tpu_stream.h"
 #include "mem/tpu_allocator.h"
 #include "tpu_test.h"
 #include "tpu_test_alloc.h"

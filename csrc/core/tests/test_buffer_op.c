@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/tpu_stream.h"
+#include "device/tpu_stream.h"
+#include "exec/tpu_fused.h"
 #include "mem/tpu_allocator.h"
 #include "ops/tpu_op.h"
 #include "tensor/tpu_buffer.h"
@@ -21,14 +22,14 @@ static tpu_status fill(tpu_stream *s, tpu_buffer *b, int64_t n, double value) {
   tpu_op_call *call = tpu_op_call_new(TPU_OP_FILL, 0, 1);
   call->tensors[0] = vector_view(b, NULL, TPU_FLOAT32, n);
   call->scalars[0].f = value;
-  return tpu_op_launch(s, call);
+  return tpu_submit(s, call);
 }
 
 static tpu_status read_back(tpu_stream *s, tpu_buffer *b, float *out, int64_t n) {
   tpu_op_call *call = tpu_op_call_new(TPU_OP_COPY, 1, 1);
   call->tensors[0] = vector_view(b, NULL, TPU_FLOAT32, n);
   call->tensors[1] = vector_view(NULL, out, TPU_FLOAT32, n);
-  return tpu_op_launch_sync(s, call);
+  return tpu_submit_sync(s, call);
 }
 
 static int64_t allocated(void) {
@@ -69,18 +70,19 @@ static void test_pending_read(void) {
   CHECK(tpu_buffer_device_of(tpu_buffer_identity(b)) == 0);
   tpu_tensor whole = vector_view(b, NULL, TPU_FLOAT32, 1000);
   CHECK(tpu_tensor_host_address(&whole) == NULL); /* no memory yet */
+  /* Its producer waits in fused mode's open graph. */
   tpu_op_call *producer = tpu_op_call_new(TPU_OP_FILL, 0, 1);
   producer->tensors[0] = vector_view(b, NULL, TPU_FLOAT32, 1000);
   producer->scalars[0].f = 7.0;
-  CHECK_OK(tpu_op_defer(producer));
+  CHECK_OK(tpu_test_submit(s, TPU_EAGER_FUSED, producer));
   CHECK(allocated() == before); /* nothing allocated while pending */
   float out[10];
-  /* A view of the pending buffer (elements 990..999) is read: that materializes it. */
+  /* A view of the pending buffer (elements 990..999) is read: that runs its graph. */
   tpu_op_call *call = tpu_op_call_new(TPU_OP_COPY, 1, 1);
   call->tensors[0] = vector_view(b, NULL, TPU_FLOAT32, 10);
   call->tensors[0].offset = 990 * sizeof(float);
   call->tensors[1] = vector_view(NULL, out, TPU_FLOAT32, 10);
-  CHECK_OK(tpu_op_launch_sync(s, call));
+  CHECK_OK(tpu_submit_sync(s, call));
   CHECK(tpu_buffer_is_live(b));
   CHECK(tpu_tensor_host_address(&whole) == tpu_buffer_memory(b));
   CHECK(out[0] == 7.0f && out[9] == 7.0f);
@@ -91,6 +93,7 @@ static void test_pending_read(void) {
 }
 
 static void test_pending_dies_unread(void) {
+  tpu_stream *s = tpu_stream_get(0, 0);
   tpu_mem_stats stats_before, stats_after;
   tpu_mem_get_stats(0, &stats_before);
   uint64_t fills_before = tpu_op_native_count(TPU_OP_FILL);
@@ -98,12 +101,17 @@ static void test_pending_dies_unread(void) {
   CHECK_OK(tpu_buffer_create_pending(0, 0, 1 << 20, &b));
   tpu_op_call *producer = tpu_op_call_new(TPU_OP_FILL, 0, 1);
   producer->tensors[0] = vector_view(b, NULL, TPU_FLOAT32, (1 << 20) / 4);
-  CHECK_OK(tpu_op_defer(producer));
+  CHECK_OK(tpu_test_submit(s, TPU_EAGER_FUSED, producer));
   tpu_buffer_release_storage(b);
   tpu_mem_get_stats(0, &stats_after);
   CHECK(stats_after.allocation[TPU_POOL_ALL].allocated ==
         stats_before.allocation[TPU_POOL_ALL].allocated);
-  CHECK(tpu_op_native_count(TPU_OP_FILL) == fills_before + 1); /* counted when deferred */
+  CHECK(tpu_op_native_count(TPU_OP_FILL) == fills_before + 1); /* counted when recorded */
+  CHECK_OK(tpu_fused_flush(s, TPU_CUT_SYNC));
+  CHECK_OK(tpu_stream_synchronize(s));
+  tpu_mem_get_stats(0, &stats_after);
+  CHECK(stats_after.allocated_bytes[TPU_POOL_ALL].current ==
+        stats_before.allocated_bytes[TPU_POOL_ALL].current);
 }
 
 static void test_poison(void) {
@@ -117,16 +125,16 @@ static void test_poison(void) {
   tpu_op_call *set_index = tpu_op_call_new(TPU_OP_FILL, 0, 1);
   set_index->tensors[0] = vector_view(index, NULL, TPU_INT64, 1);
   set_index->scalars[0].i = 9; /* out of range for 4 elements */
-  CHECK_OK(tpu_op_launch(s, set_index));
+  CHECK_OK(tpu_submit(s, set_index));
   tpu_op_call *gather = tpu_op_call_new(TPU_OP_INDEX_SELECT, 2, 1);
   gather->tensors[0] = vector_view(src, NULL, TPU_FLOAT32, 4);
   gather->tensors[1] = vector_view(index, NULL, TPU_INT64, 1);
   gather->tensors[2] = vector_view(dst, NULL, TPU_FLOAT32, 1);
-  CHECK_OK(tpu_op_launch(s, gather)); /* asynchronous: the error is found later */
+  CHECK_OK(tpu_submit(s, gather)); /* asynchronous: the error is found later */
   tpu_op_call *copy = tpu_op_call_new(TPU_OP_COPY, 1, 1);
   copy->tensors[0] = vector_view(dst, NULL, TPU_FLOAT32, 1);
   copy->tensors[1] = vector_view(next, NULL, TPU_FLOAT32, 1);
-  CHECK_OK(tpu_op_launch(s, copy));
+  CHECK_OK(tpu_submit(s, copy));
   tpu_status st = tpu_stream_synchronize(s);
   CHECK(st == TPU_ERR_RUNTIME);
   CHECK(strstr(tpu_last_error(), "index_select") != NULL);
@@ -148,15 +156,15 @@ static void test_view_validation(void) {
   CHECK_OK(tpu_buffer_create(0, 0, 16, &b));
   tpu_op_call *call = tpu_op_call_new(TPU_OP_FILL, 0, 1);
   call->tensors[0] = vector_view(b, NULL, TPU_FLOAT32, 5); /* 20 bytes in a 16-byte buffer */
-  CHECK(tpu_op_launch(s, call) == TPU_ERR_VALUE);
+  CHECK(tpu_submit(s, call) == TPU_ERR_VALUE);
   call = tpu_op_call_new(TPU_OP_FILL, 0, 1);
   call->tensors[0] = vector_view(b, NULL, TPU_FLOAT32, 4);
   call->tensors[0].strides[0] = -1; /* reaches before the start */
-  CHECK(tpu_op_launch(s, call) == TPU_ERR_VALUE);
+  CHECK(tpu_submit(s, call) == TPU_ERR_VALUE);
   call = tpu_op_call_new(TPU_OP_FILL, 0, 1);
   call->tensors[0] = vector_view(b, NULL, TPU_FLOAT32, 4);
   call->tensors[0].ndim = TPU_MAX_DIMS + 1;
-  CHECK(tpu_op_launch(s, call) == TPU_ERR_VALUE);
+  CHECK(tpu_submit(s, call) == TPU_ERR_VALUE);
   CHECK_OK(tpu_stream_synchronize(s));
   /* Found by fuzz_view: a view without elements is valid whatever its strides, but not with a
    * negative size after its zero one; */

@@ -4,7 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "exec/tpu_device.h"
+#include "device/tpu_device.h"
 #include "tpu_test.h"
 
 #define MiB ((uint64_t)1 << 20)

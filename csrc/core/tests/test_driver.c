@@ -6,8 +6,9 @@
 #include <string.h>
 
 #include "counting_driver.h"
-#include "exec/tpu_device.h"
+#include "device/tpu_device.h"
 #include "exec/tpu_fused.h"
+#include "ops/tpu_op_fallback.h"
 #include "tensor/tpu_buffer.h"
 #include "tpu_test.h"
 
@@ -35,7 +36,7 @@ static tpu_status copy(tpu_stream *s, tpu_tensor from, tpu_tensor to) {
   tpu_op_call *call = tpu_op_call_new(TPU_OP_COPY, 1, 1);
   call->tensors[0] = from;
   call->tensors[1] = to;
-  return tpu_op_launch_sync(s, call);
+  return tpu_submit_sync(s, call);
 }
 
 static void test_registration_checks_the_table(void) {
@@ -73,7 +74,7 @@ static void test_ops_run_through_op_run(void) {
   CHECK_OK(tpu_buffer_create(0, 0, N * sizeof(float), &sum));
   long copies = atomic_load(&counting.op_runs[TPU_OP_COPY]);
   CHECK_OK(copy(s, view(NULL, host), view(a, NULL)));
-  CHECK_OK(tpu_op_launch(s, binary(TPU_OP_ADD, a, a, sum)));
+  CHECK_OK(tpu_submit(s, binary(TPU_OP_ADD, a, a, sum)));
   CHECK_OK(copy(s, view(sum, NULL), view(NULL, out)));
   CHECK(atomic_load(&counting.op_runs[TPU_OP_COPY]) == copies + 2);
   CHECK(atomic_load(&counting.op_runs[TPU_OP_ADD]) == 1);
@@ -88,8 +89,8 @@ static void test_unsupported_calls_are_refused_at_launch(void) {
   CHECK_OK(tpu_buffer_create(0, 0, N * sizeof(float), &a));
   tpu_op_call *call = binary(TPU_OP_BITWISE_AND, a, a, a); /* no float loop */
   long supports = atomic_load(&counting.supports_op);
-  CHECK(!tpu_op_supported(call));
-  CHECK(tpu_op_launch(s, call) == TPU_ERR_NOT_IMPLEMENTED);
+  CHECK(!tpu_op_runnable(call));
+  CHECK(tpu_submit(s, call) == TPU_ERR_NOT_IMPLEMENTED);
   CHECK(strstr(tpu_last_error(), "counting driver") != NULL);
   CHECK(atomic_load(&counting.supports_op) == supports + 2);
   CHECK(atomic_load(&counting.op_runs[TPU_OP_BITWISE_AND]) == 0);
@@ -110,8 +111,8 @@ static void test_fused_graphs_run_through_graph_run(void) {
     tpu_buffer *y = NULL, *z = NULL;
     CHECK_OK(tpu_buffer_create_pending(0, 0, N * sizeof(float), &y));
     CHECK_OK(tpu_buffer_create_pending(0, 0, N * sizeof(float), &z));
-    CHECK_OK(tpu_fused_add(s, binary(TPU_OP_ADD, x, x, y)));
-    CHECK_OK(tpu_fused_add(s, binary(TPU_OP_MUL, y, y, z)));
+    CHECK_OK(tpu_test_submit(s, TPU_EAGER_FUSED, binary(TPU_OP_ADD, x, x, y)));
+    CHECK_OK(tpu_test_submit(s, TPU_EAGER_FUSED, binary(TPU_OP_MUL, y, y, z)));
     CHECK_OK(tpu_fused_flush(s, TPU_CUT_SYNC));
     CHECK_OK(copy(s, view(z, NULL), view(NULL, out)));
     CHECK(out[0] == 4.0f && out[N - 1] == 4.0f);

@@ -4,8 +4,8 @@
  * host driver's op_run over host memory (the reference), then through the runtime on the driver
  * that TPU_TEST_DRIVER names (default host; the counting driver of counting_driver.h is
  * registered too; pjrt needs TORCH_TPU_PJRT_PLUGIN, else the program exits 77, skipped) from
- * device buffers, once launched (tpu_op_launch) and once in fused mode
- * (tpu_fused_add, tpu_fused_flush), so every op also runs through the driver's graph path. Every
+ * device buffers, once submitted in strict mode and once in fused mode
+ * (exec/tpu_submit.h, then tpu_fused_flush), so every op also runs through the driver's graph path. Every
  * storage an output views, the gaps of strided views included, must then equal the reference
  * element by element (element_matches). Calls the driver does not support are skipped and counted;
  * a reference call that fails is a bug of its case. */
@@ -26,6 +26,7 @@
 #include "every_op_cases_optim.h"
 #include "every_op_cases_reduce.h"
 #include "exec/tpu_fused.h"
+#include "ops/tpu_op_fallback.h"
 #include "tensor/tpu_buffer.h"
 #include "tpu_test.h"
 
@@ -334,7 +335,7 @@ static tpu_status copy_bytes(tpu_stream *s, void *host, tpu_buffer *buf, size_t 
   on_device.buf = buf;
   call->tensors[0] = to_device ? on_host : on_device;
   call->tensors[1] = to_device ? on_device : on_host;
-  return to_device ? tpu_op_launch(s, call) : tpu_op_launch_sync(s, call);
+  return to_device ? tpu_submit(s, call) : tpu_submit_sync(s, call);
 }
 
 typedef enum run_mode { RUN_EAGER, RUN_FUSED } run_mode;
@@ -359,7 +360,7 @@ static tpu_status run_on_driver(const op_case *c, case_memory *m, run_mode mode,
   }
   if (st == TPU_OK) {
     tpu_op_call *call = build_call(c, NULL, bufs);
-    st = mode == RUN_EAGER ? tpu_op_launch(s, call) : tpu_fused_add(s, call);
+    st = tpu_test_submit(s, mode == RUN_EAGER ? TPU_EAGER_STRICT : TPU_EAGER_FUSED, call);
     if (st == TPU_OK && mode == RUN_FUSED)
       st = tpu_fused_flush(s, TPU_CUT_SYNC);
   }
@@ -436,7 +437,7 @@ static void run_case(const op_case *c, void *ctx) {
   uint64_t seed = 0x243f6a8885a308d3ull * (uint64_t)++stats->cases;
   if (case_memory_init(c, &m, seed) && run_reference(c, &m)) {
     tpu_op_call *probe = build_call(c, m.initial, NULL);
-    bool supported = probe && tpu_op_supported(probe);
+    bool supported = probe && tpu_op_runnable(probe);
     tpu_op_call_free(probe);
     if (!supported) {
       stats->skipped++;

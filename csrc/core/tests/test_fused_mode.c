@@ -30,7 +30,7 @@ static tpu_status add(tpu_stream *s, tpu_buffer *a, tpu_buffer *b, tpu_buffer *o
   call->tensors[2] = view(out, NULL);
   call->compute = TPU_FLOAT32;
   call->scalars[0].f = 1.0;
-  return tpu_fused_add(s, call);
+  return tpu_test_submit(s, TPU_EAGER_FUSED, call);
 }
 
 static tpu_buffer *pending(void) {
@@ -45,7 +45,7 @@ static tpu_buffer *ones(tpu_stream *s) {
   tpu_op_call *call = tpu_op_call_new(TPU_OP_FILL, 0, 1);
   call->tensors[0] = view(b, NULL);
   call->scalars[0].f = 1.0;
-  CHECK_OK_OR(tpu_op_launch(s, call), b);
+  CHECK_OK_OR(tpu_submit(s, call), b);
   return b;
 }
 
@@ -54,7 +54,7 @@ static tpu_status read_back(tpu_stream *s, tpu_buffer *b, float *out) {
   tpu_op_call *call = tpu_op_call_new(TPU_OP_COPY, 1, 1);
   call->tensors[0] = view(b, NULL);
   call->tensors[1] = view(NULL, out);
-  return tpu_op_launch_sync(s, call);
+  return tpu_submit_sync(s, call);
 }
 
 static int64_t peak_allocated(void) {
@@ -88,7 +88,7 @@ static void test_dead_intermediates_never_get_memory(void) {
   CHECK(peak_allocated() - base == (int64_t)(N * sizeof(float)));
   tpu_fused_stats stats;
   tpu_fused_get_stats(&stats);
-  CHECK(stats.cuts[TPU_CUT_MATERIALIZE] == 1 && stats.nodes == 3);
+  CHECK(stats.cuts[TPU_CUT_HOST_READ] == 1 && stats.nodes == 3);
   tpu_buffer_release_storage(w);
   tpu_buffer_release_storage(x);
 }
@@ -105,7 +105,7 @@ static void test_graph_cap_and_undeferrable_calls(void) {
   tpu_op_call *call = tpu_op_call_new(TPU_OP_COPY, 1, 1);
   call->tensors[0] = view(x, NULL);
   call->tensors[1] = view(NULL, out);
-  CHECK_OK(tpu_fused_add(s, call));
+  CHECK_OK(tpu_test_submit(s, TPU_EAGER_FUSED, call));
   CHECK_OK(tpu_stream_synchronize(s));
   CHECK(out[0] > 3e38f); /* 2^522 overflows float32: inf */
   tpu_fused_stats stats;
@@ -172,7 +172,7 @@ static float reduce_doubled(tpu_stream *s, tpu_buffer *x, int64_t mean) {
   call->compute = TPU_FLOAT32;
   call->scalars[0].i = mean;
   tpu_tensor result = call->tensors[1];
-  CHECK_OK_OR(tpu_fused_add(s, call), NAN);
+  CHECK_OK_OR(tpu_test_submit(s, TPU_EAGER_FUSED, call), NAN);
   tpu_buffer_release_storage(y);
   float out = 0;
   tpu_op_call *copy = tpu_op_call_new(TPU_OP_COPY, 1, 1);
@@ -180,7 +180,7 @@ static float reduce_doubled(tpu_stream *s, tpu_buffer *x, int64_t mean) {
   copy->tensors[1] = (tpu_tensor){.host = &out, .dtype = TPU_FLOAT32, .ndim = 1};
   copy->tensors[1].sizes[0] = 1;
   copy->tensors[1].strides[0] = 1;
-  CHECK_OK_OR(tpu_op_launch_sync(s, copy), NAN);
+  CHECK_OK_OR(tpu_submit_sync(s, copy), NAN);
   tpu_buffer_release_storage(total);
   return out;
 }

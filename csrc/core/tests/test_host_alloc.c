@@ -4,7 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "exec/tpu_stream.h"
+#include "device/tpu_stream.h"
 #include "mem/tpu_host_alloc.h"
 #include "tpu_test.h"
 #include "tpu_test_alloc.h"

@@ -7,7 +7,7 @@
 
 #include "drivers/host/engine/engine_nonfinite.h"
 #include "drivers/host/engine/engine_pool.h"
-#include "exec/tpu_stream.h"
+#include "device/tpu_stream.h"
 #include "ops/tpu_op_debug.h"
 #include "ops/tpu_op_trace.h"
 #include "tpu_test.h"
@@ -149,7 +149,7 @@ static tpu_status launch(tpu_op_id op, tpu_tensor a, const tpu_tensor *b, tpu_te
   if (b)
     call->tensors[1] = *b;
   call->tensors[b ? 2 : 1] = out;
-  return tpu_op_launch(tpu_stream_get(0, 0), call);
+  return tpu_submit(tpu_stream_get(0, 0), call);
 }
 
 static tpu_status upload(const float *host, tpu_buffer *dst, int64_t n) {
@@ -169,7 +169,7 @@ static void test_nan_check(void) {
   const float ones[4] = {1, 2, 3, 4}, zeros[4] = {1, 0, 1, 1}, big[4] = {1, 1e5f, 1, 1};
   tpu_tensor ta = vec_view(a, NULL, TPU_FLOAT32, 4), tb = vec_view(b, NULL, TPU_FLOAT32, 4);
   tpu_tensor tout = vec_view(out, NULL, TPU_FLOAT32, 4);
-  tpu_set_launch_blocking(true);
+  tpu_set_default_eager_mode(TPU_EAGER_DEBUG);
   tpu_set_nan_check(true);
   CHECK(tpu_nan_check() && tpu_op_debug_requested());
   CHECK_OK(upload(ones, a, 4));
@@ -198,7 +198,7 @@ static void test_nan_check(void) {
   CHECK_OK(upload(ones, a, 4));
   CHECK_OK(launch(TPU_OP_DIV, ta, &tb, tout));
   tpu_set_nan_check(true);
-  tpu_set_launch_blocking(false);
+  tpu_set_default_eager_mode(TPU_EAGER_STRICT);
   CHECK_OK(launch(TPU_OP_DIV, ta, &tb, tout));
   CHECK_OK(tpu_stream_synchronize(s));
   tpu_set_nan_check(false);
@@ -217,7 +217,7 @@ static void test_trace(void) {
   const int64_t sizes[2] = {2, 3};
   tpu_tensor dev = host_view(NULL, TPU_FLOAT32, 2, sizes, NULL);
   dev.buf = a;
-  tpu_set_launch_blocking(true);
+  tpu_set_default_eager_mode(TPU_EAGER_DEBUG);
   uint64_t outer = tpu_op_trace_begin();
   CHECK(tpu_op_trace_active() && tpu_op_debug_requested());
   CHECK_OK(launch(TPU_OP_COPY, host_view(host, TPU_FLOAT32, 2, sizes, NULL), NULL, dev));
@@ -228,10 +228,10 @@ static void test_trace(void) {
   CHECK_OK(tpu_op_trace_end(inner, &records, &count));
   CHECK(count == 1 && records[0]->op == TPU_OP_EXP && records[0]->status == TPU_OK);
   tpu_op_trace_free(records, count);
-  tpu_set_launch_blocking(false);
+  tpu_set_default_eager_mode(TPU_EAGER_STRICT);
   CHECK_OK(launch(TPU_OP_NEG, dev, NULL, dev)); /* strict mode: not traced */
   CHECK_OK(tpu_stream_synchronize(s));
-  tpu_set_launch_blocking(true);
+  tpu_set_default_eager_mode(TPU_EAGER_DEBUG);
   CHECK_OK(launch(TPU_OP_COPY, dev, NULL, host_view(back, TPU_FLOAT32, 2, sizes, NULL)));
   CHECK_OK(tpu_op_trace_end(outer, &records, &count));
   CHECK(!tpu_op_trace_active());
@@ -251,7 +251,7 @@ static void test_trace(void) {
     CHECK(strlen(tiny) == 15);
   }
   tpu_op_trace_free(records, count);
-  tpu_set_launch_blocking(false);
+  tpu_set_default_eager_mode(TPU_EAGER_STRICT);
   tpu_buffer_release_storage(a);
   CHECK_OK(tpu_stream_synchronize(s));
 }

@@ -6,8 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "exec/tpu_event.h"
-#include "exec/tpu_stream.h"
+#include "device/tpu_event.h"
+#include "device/tpu_stream.h"
 #include "tpu_test.h"
 
 typedef struct counter_ctx {

@@ -8,6 +8,17 @@
 #include <stdio.h>
 
 #include "drivers/tpu_drivers.h"
+#include "exec/tpu_submit.h"
+
+/* Submits `call` to `s` in `mode`, as if it were the stream's own mode for this call: how a test
+ * chooses the mode it submits in (exec/tpu_submit.h). */
+static inline tpu_status tpu_test_submit(tpu_stream *s, tpu_eager_mode mode, tpu_op_call *call) {
+  tpu_eager_mode before = tpu_stream_eager_mode(s);
+  tpu_stream_set_eager_mode(s, mode);
+  tpu_status st = tpu_submit(s, call);
+  tpu_stream_set_eager_mode(s, before);
+  return st;
+}
 
 /* Atomic: checks also fail on worker and stress threads. */
 static atomic_int tpu_test_failures;

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "exec/tpu_stream.h"
+#include "device/tpu_stream.h"
 #include "tpu_test.h"
 
 /* Work that blocks its stream until the test opens the gate. */

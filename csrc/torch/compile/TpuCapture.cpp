@@ -24,7 +24,22 @@ CaptureLog::~CaptureLog() {
   }
 }
 
+namespace {
+
+// The core tells of every submission (exec/tpu_submit.h): a launch is noted, a host read spoils
+// the capture.
+void observe_submission(tpu_stream* stream, const tpu_op_call* call, bool sync) {
+  if (sync) {
+    capture_unusable("a host read");
+  } else {
+    capture_launch(stream, call);
+  }
+}
+
+} // namespace
+
 CaptureLog* set_active_capture(CaptureLog* log) {
+  tpu_submit_set_observer(observe_submission);
   CaptureLog* before = active;
   active = log;
   return before;

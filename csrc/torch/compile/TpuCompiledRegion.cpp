@@ -120,11 +120,11 @@ class CompiledRegion {
 
 RegionScope::RegionScope(c10::DeviceIndex device) {
   stream_ = current_core_stream(device);
-  around_ = eager_mode_for(stream_);
-  thread_mode_ = thread_eager_mode();
+  blocking_ = tpu_submit_blocks(stream_);
+  thread_mode_ = tpu_thread_eager_mode();
   stream_mode_ = tpu_stream_eager_mode(stream_);
   check(tpu_fused_flush(stream_, TPU_CUT_COMPILED));
-  set_thread_eager_mode(TPU_EAGER_FUSED);
+  tpu_set_thread_eager_mode(TPU_EAGER_FUSED);
   tpu_stream_set_eager_mode(stream_, TPU_EAGER_FUSED);
   tpu_fused_set_graph_cap(stream_, kCompiledGraphCap);
   open_ = true;
@@ -141,12 +141,12 @@ void RegionScope::exit(bool raised) {
   tpu_status st = tpu_fused_flush(stream_, TPU_CUT_COMPILED);
   tpu_fused_set_graph_cap(stream_, 0);
   tpu_stream_set_eager_mode(stream_, stream_mode_);
-  set_thread_eager_mode(thread_mode_);
+  tpu_set_thread_eager_mode(thread_mode_);
   if (raised) {
     return;
   }
   check(st);
-  if (around_ == TPU_EAGER_DEBUG) {
+  if (blocking_) {
     py::gil_scoped_release no_gil;
     check(tpu_stream_synchronize(stream_));
   }

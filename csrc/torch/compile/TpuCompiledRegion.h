@@ -28,7 +28,7 @@ class RegionScope {
 
  private:
   tpu_stream* stream_ = nullptr;
-  tpu_eager_mode around_ = TPU_EAGER_UNSET;
+  bool blocking_ = false; // work around the region completes at each call (debug mode)
   tpu_eager_mode thread_mode_ = TPU_EAGER_UNSET;
   tpu_eager_mode stream_mode_ = TPU_EAGER_UNSET;
   bool open_ = false;

@@ -188,7 +188,7 @@ py::object Replay::run(const py::list& inputs) const {
     buffers[s] = static_cast<tpu_buffer*>(storages[s].data_ptr().get_context());
   }
   for (int c = 0; c < tpu_tape_calls(tape_.get()); c++) {
-    tpu_op_call* call = tpu_tape_call(tape_.get(), c, buffers.data());
+    OpCall call(tpu_tape_call(tape_.get(), c, buffers.data()));
     TORCH_CHECK_WITH(OutOfMemoryError, call, "out of host memory");
     if (random_[c]) {
       // New numbers, drawn in the recorded order: what recording the call again would draw.
@@ -196,7 +196,7 @@ py::object Replay::run(const py::list& inputs) const {
       call->scalars[2].u = args.seed;
       call->scalars[3].u = args.offset;
     }
-    launch(device_, call);
+    launch(device_, std::move(call));
   }
   for (size_t k = 0; k < held.size(); k++) {
     if (tpu_tape_writes_input(tape_.get(), static_cast<int>(k)) && !held[k].is_inference()) {

@@ -203,7 +203,7 @@ std::optional<c10::DeviceIndex> device_of(const std::vector<at::Tensor>& a,
 class OnStream {
  public:
   explicit OnStream(const std::optional<c10::Stream>& stream) {
-    set_thread_eager_mode(TPU_EAGER_DEBUG);
+    tpu_set_thread_eager_mode(TPU_EAGER_DEBUG);
     if (stream) {
       set_current_device(stream->device_index());
       previous_ = exchange_stream(*stream);
@@ -422,11 +422,7 @@ class TpuDistBackend final : public TpuDistBase {
                                         std::function<void()> body) override {
     std::optional<c10::DeviceIndex> device = device_of(outputs, inputs);
     tpu_stream* producer = device ? current_core_stream(*device) : nullptr;
-    tpu_eager_mode mode = producer ? eager_mode_for(producer) : thread_eager_mode();
-    if (mode == TPU_EAGER_UNSET) {
-      mode = tpu_default_eager_mode();
-    }
-    if (mode == TPU_EAGER_DEBUG || on_communication_thread()) {
+    if (tpu_submit_blocks(producer) || on_communication_thread()) {
       body();
       return done(type, std::move(outputs));
     }

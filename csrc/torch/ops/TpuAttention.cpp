@@ -147,7 +147,7 @@ ForwardResult sdpa_forward_4d(const at::Tensor& query, const at::Tensor& key,
   at::Tensor out = alloc_like_query(query, {B, H, L, value.size(3)});
   at::Tensor lse = at::empty({B, H, L}, query.options().dtype(at::kFloat));
   if (lse.numel() > 0) {
-    tpu_op_call* call = new_call(TPU_OP_SDPA, mask.defined() ? 4 : 3, 2);
+    OpCall call = new_call(TPU_OP_SDPA, mask.defined() ? 4 : 3, 2);
     int n = 0;
     for (const at::Tensor& t : {query, key, value}) {
       call->tensors[n++] = core_view(t);
@@ -159,7 +159,7 @@ ForwardResult sdpa_forward_4d(const at::Tensor& query, const at::Tensor& key,
     call->tensors[n] = core_view(lse);
     call->scalars[0].f = sdp::calculate_scale(query, scale).as_float_unchecked();
     call->scalars[1].i = flags(is_causal);
-    launch(query.device().index(), call);
+    launch(query.device().index(), std::move(call));
   }
   // PyTorch's meta: no cumulative lengths or debug mask; 0-d int64 Philox seed and offset (0:
   // there is no dropout), on the chip, so that a compiled graph saving them for backward has no
@@ -211,7 +211,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_backward(
   }
   if (q.numel() + k.numel() + v.numel() > 0) {
     const int n_in = attn_bias.defined() ? 7 : 6, n_out = bias_grad ? 4 : 3;
-    tpu_op_call* call = new_call(TPU_OP_SDPA_BACKWARD, n_in, n_out);
+    OpCall call = new_call(TPU_OP_SDPA_BACKWARD, n_in, n_out);
     int n = 0;
     for (const at::Tensor& t : {go, q, k, v, o, lse}) {
       call->tensors[n++] = core_view(t);
@@ -227,7 +227,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_backward(
     }
     call->scalars[0].f = sdp::calculate_scale(q, scale).as_float_unchecked();
     call->scalars[1].i = flags(is_causal);
-    launch(query.device().index(), call);
+    launch(query.device().index(), std::move(call));
   }
   if (bias_grad) {
     // The mask's own shape (PyTorch's meta: empty_like(attn_bias)), summed over what it

@@ -158,14 +158,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm(
       x.view,          channels_view(weight),      channels_view(bias),
       y.view,          channels_view(save_mean),   channels_view(save_invstd),
       channels_view(rmean), channels_view(rvar)};
-  tpu_op_call* call = new_call(TPU_OP_BATCH_NORM, 3, 5);
+  OpCall call = new_call(TPU_OP_BATCH_NORM, 3, 5);
   for (size_t i = 0; i < views.size(); i++) {
     call->tensors[i] = views[i];
   }
   call->scalars[0].f = eps;
   call->scalars[1].f = momentum;
   call->scalars[2].i = training;
-  launch(input.device().index(), call);
+  launch(input.device().index(), std::move(call));
   return {out, save_mean, save_invstd};
 }
 
@@ -240,13 +240,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward(
       g.view,           x.view,           channels_view(weight), channels_view(mean),
       channels_view(stat), dx.defined() ? d.view : channels_view(at::Tensor()),
       channels_view(dw), channels_view(db)};
-  tpu_op_call* call = new_call(TPU_OP_BATCH_NORM_BACKWARD, 5, 3);
+  OpCall call = new_call(TPU_OP_BATCH_NORM_BACKWARD, 5, 3);
   for (size_t i = 0; i < views.size(); i++) {
     call->tensors[i] = views[i];
   }
   call->scalars[0].f = eps;
   call->scalars[2].i = train;
-  launch(input.device().index(), call);
+  launch(input.device().index(), std::move(call));
   return {dx, dw, db};
 }
 

@@ -75,7 +75,7 @@ void run(tpu_op_id op, const Pool& p, size_t spatial, std::vector<at::Tensor> in
     }
     out_views.push_back(core_view(batched(t, spatial)));
   }
-  tpu_op_call* call = make_call(op, in_views, out_views);
+  OpCall call = make_call(op, in_views, out_views);
   if (!p.kernel.empty()) {
     call->scalars[0].u = conv_pack(p.kernel, 1, "pooling: kernel size");
     call->scalars[1].u = conv_pack(p.stride, 1, "pooling: stride");
@@ -84,7 +84,7 @@ void run(tpu_op_id op, const Pool& p, size_t spatial, std::vector<at::Tensor> in
   }
   call->scalars[4].u = p.mode;
   call->scalars[5].i = p.divisor;
-  launch(first.device().index(), call);
+  launch(first.device().index(), std::move(call));
 }
 
 Pool adaptive(unsigned mode) {

@@ -71,20 +71,20 @@ void copy_host_to_device(const at::Tensor& src, const at::Tensor& dst, bool non_
   std::memcpy(staged, dense.data_ptr(), nbytes);
   at::Tensor staged_view =
       at::from_blob(staged, dense.sizes(), dense.options()).expand(dst.sizes());
-  tpu_op_call* call = copy_call(core_view(staged_view), dst_view);
+  OpCall call = copy_call(core_view(staged_view), dst_view);
   call->cleanup = &std::free;
   call->cleanup_ctx = staged;
-  launch(device, call);
+  launch(device, std::move(call));
 }
 
 void copy_device_to_host(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
   c10::DeviceIndex device = src.device().index();
-  tpu_op_call* call = copy_call(core_view(src.expand(dst.sizes())), core_view(dst));
+  OpCall call = copy_call(core_view(src.expand(dst.sizes())), core_view(dst));
   if (non_blocking && is_pinned(dst)) {
-    launch(device, call);
+    launch(device, std::move(call));
     record_pinned_use(dst, device);
   } else {
-    launch_sync(device, call);
+    launch_sync(device, std::move(call));
   }
 }
 

@@ -24,28 +24,6 @@ void set_number(tpu_op_call* call, int index, const at::Scalar& s) {
   tpu_op_set_scalar_input(call, index, kFirstOperandSlot - index, v, is_float);
 }
 
-// Refuses a dtype the driver cannot run the op in with the exception CPU raises, before the
-// parameters are converted to that dtype: PyTorch's kernels dispatch on the dtype first, so
-// leaky_relu of uint8 is "not implemented", whatever its slope. Takes the call when it throws.
-void check_supported(tpu_op_call* call, at::ScalarType compute) {
-  if (!tpu_op_supported(call)) {
-    tpu_op_id op = call->op;
-    tpu_op_call_free(call);
-    TORCH_CHECK_NOT_IMPLEMENTED(false, "\"", tpu_op_name(op), "\" not implemented for '",
-                                c10::toString(compute), "' on tpu");
-  }
-}
-
-// Launches the call; an op without elements stops after the checks, which PyTorch's kernels make
-// for empty tensors too. Takes the call in every case.
-void launch_unless_empty(tpu_op_call* call, const at::TensorBase& out0) {
-  if (out0.numel() == 0) {
-    tpu_op_call_free(call);
-    return;
-  }
-  launch(out0.device().index(), call);
-}
-
 void set_input(tpu_op_call* call, int index, const Input& in) {
   if (in.scalar) {
     set_number(call, index, *in.scalar);
@@ -79,17 +57,34 @@ void set_param(tpu_op_call* call, int slot, const Param& p, at::ScalarType compu
   }), AT_EXPAND(AT_ALL_TYPES), at::kBool, at::kHalf, at::kBFloat16);
 }
 
-// Stores the parameters in the call's scalar slots from 0 on. Takes the call when it throws.
-void set_params(tpu_op_call* call, std::initializer_list<Param> params, at::ScalarType compute) {
+// Raises what a kernel that does not exist for the call's dtypes raises (NotImplementedError),
+// when no driver can run it.
+void refuse_unless_runnable(tpu_op_call* call) {
+  if (!tpu_op_runnable(call)) {
+    throw_status(tpu_op_route(call));
+  }
+}
+
+// Stores the parameters in the call's scalar slots from 0 on and launches the call; an op without
+// elements stops after the checks, which PyTorch's kernels make for empty tensors too. A dtype no
+// driver runs the op in is refused before a parameter's conversion can fail: PyTorch's kernels
+// dispatch on the dtype first, so leaky_relu of uint8 is "not implemented", whatever its slope.
+void finish(OpCall call, std::initializer_list<Param> params, at::ScalarType compute,
+            const at::TensorBase& out0) {
   try {
     int slot = 0;
     for (const Param& p : params) {
       set_param(call, slot++, p, compute);
     }
   } catch (...) {
-    tpu_op_call_free(call);
+    refuse_unless_runnable(call);
     throw;
   }
+  if (out0.numel() == 0) {
+    refuse_unless_runnable(call);
+    return;
+  }
+  launch(out0.device().index(), std::move(call));
 }
 
 } // namespace
@@ -127,47 +122,30 @@ bool is_native(const at::TensorIteratorBase& it) {
 void run(tpu_op_id op, at::ScalarType compute, std::initializer_list<Input> inputs,
          std::initializer_list<const at::TensorBase*> outputs,
          std::initializer_list<Param> params) {
-  const at::TensorBase& out0 = **outputs.begin();
-  const int n_in = static_cast<int>(inputs.size());
-  tpu_op_call* call = new_call(op, n_in, static_cast<int>(outputs.size()));
+  OpCall call = new_call(op, static_cast<int>(inputs.size()), static_cast<int>(outputs.size()));
   call->compute = to_core_dtype(compute);
-  try {
-    int k = 0;
-    for (const Input& in : inputs) {
-      set_input(call, k++, in);
-    }
-    for (const at::TensorBase* out : outputs) {
-      call->tensors[k++] = core_view(at::Tensor(*out));
-    }
-  } catch (...) {
-    tpu_op_call_free(call);
-    throw;
+  int k = 0;
+  for (const Input& in : inputs) {
+    set_input(call, k++, in);
   }
-  check_supported(call, compute);
-  set_params(call, params, compute);
-  launch_unless_empty(call, out0);
+  for (const at::TensorBase* out : outputs) {
+    call->tensors[k++] = core_view(at::Tensor(*out));
+  }
+  finish(std::move(call), params, compute, **outputs.begin());
 }
 
 void run(tpu_op_id op, const at::TensorIteratorBase& it, std::initializer_list<Param> params) {
-  const at::TensorBase& out0 = it.output_base(0);
   const int n_in = it.ninputs(), n_out = it.noutputs();
   const at::ScalarType compute = it.common_dtype();
-  tpu_op_call* call = new_call(op, n_in, n_out);
+  OpCall call = new_call(op, n_in, n_out);
   call->compute = to_core_dtype(compute);
-  try {
-    for (int i = 0; i < n_in; i++) {
-      set_input(call, i, Input(it.input_base(i)));
-    }
-    for (int i = 0; i < n_out; i++) {
-      call->tensors[n_in + i] = core_view(at::Tensor(it.output_base(i)));
-    }
-  } catch (...) {
-    tpu_op_call_free(call);
-    throw;
+  for (int i = 0; i < n_in; i++) {
+    set_input(call, i, Input(it.input_base(i)));
   }
-  check_supported(call, compute);
-  set_params(call, params, compute);
-  launch_unless_empty(call, out0);
+  for (int i = 0; i < n_out; i++) {
+    call->tensors[n_in + i] = core_view(at::Tensor(it.output_base(i)));
+  }
+  finish(std::move(call), params, compute, it.output_base(0));
 }
 
 } // namespace torch_tpu::ew

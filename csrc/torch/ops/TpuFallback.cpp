@@ -24,7 +24,7 @@ void begin_host_fallback(const char* name) {
       enabled, "The operator '", name, "' is not currently implemented for the tpu device, and "
       "the CPU fallback is off (TORCH_TPU_CPU_FALLBACK=0).");
   tpu_op_count_fallback(name);
-  if (eager_mode_for(current_core_stream(current_device())) == TPU_EAGER_DEBUG) {
+  if (tpu_submit_blocks(current_core_stream(current_device()))) {
     // Debug mode says where time goes to the host; Python shows it once per call site.
     TORCH_WARN("tpu op '", name, "' has no native kernel: it runs on the CPU (fallback)");
   }

@@ -32,12 +32,12 @@ at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
   if (self.numel() == 0) {
     return self;
   }
-  tpu_op_call* call = new_call(TPU_OP_FILL, 0, 1);
+  OpCall call = new_call(TPU_OP_FILL, 0, 1);
   call->tensors[0] = core_view(self);
   AT_DISPATCH_V2(self.scalar_type(), "fill_", AT_WRAP([&] {
     store_value(call, fill.to<scalar_t>());
   }), AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), at::kBool, at::kHalf, at::kBFloat16);
-  launch(self.device().index(), call);
+  launch(self.device().index(), std::move(call));
   return self;
 }
 

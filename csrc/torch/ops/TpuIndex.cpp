@@ -49,12 +49,12 @@ at::Tensor& index_select_out(
   if (out.numel() == 0 && index.numel() == 0) {
     return out;
   }
-  tpu_op_call* call = new_call(TPU_OP_INDEX_SELECT, 2, 1);
+  OpCall call = new_call(TPU_OP_INDEX_SELECT, 2, 1);
   call->tensors[0] = core_view(self);
   call->tensors[1] = core_view(index);
   call->tensors[2] = core_view(out);
   call->scalars[0].i = dim;
-  launch(self.device().index(), call);
+  launch(self.device().index(), std::move(call));
   return out;
 }
 

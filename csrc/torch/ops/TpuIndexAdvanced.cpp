@@ -120,10 +120,10 @@ void run_plan(tpu_op_id op, const Plan& p, const at::Tensor& first, const at::Te
                                            p.self_t.storage_offset());
     inputs.push_back(core_view(along));
   }
-  tpu_op_call* call = make_call(op, inputs, {core_view(offsets), core_view(big)});
+  OpCall call = make_call(op, inputs, {core_view(offsets), core_view(big)});
   call->scalars[0].i = p.nb;
   call->scalars[1] = accumulate;
-  launch(big.device().index(), call);
+  launch(big.device().index(), std::move(call));
 }
 
 at::Tensor& run_index(const at::Tensor& self, const IndexList& expanded, at::Tensor& out) {

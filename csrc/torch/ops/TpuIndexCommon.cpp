@@ -10,10 +10,9 @@ tpu_tensor core_view_1d(const at::Tensor& t) {
   return core_view(t.dim() == 0 ? t.reshape({1}) : t);
 }
 
-tpu_op_call* make_call(tpu_op_id op, const std::vector<tpu_tensor>& inputs,
-                       const std::vector<tpu_tensor>& outputs) {
-  tpu_op_call* call =
-      new_call(op, static_cast<int>(inputs.size()), static_cast<int>(outputs.size()));
+OpCall make_call(tpu_op_id op, const std::vector<tpu_tensor>& inputs,
+                 const std::vector<tpu_tensor>& outputs) {
+  OpCall call = new_call(op, static_cast<int>(inputs.size()), static_cast<int>(outputs.size()));
   int i = 0;
   for (const tpu_tensor& t : inputs) {
     call->tensors[i++] = t;

@@ -17,10 +17,9 @@ namespace torch_tpu {
 // convention of the gather and scatter kernels.
 tpu_tensor core_view_1d(const at::Tensor& t);
 
-// A new call of `op` holding `inputs` then `outputs` (views made before, so nothing throws
-// between allocating the call and launching it).
-tpu_op_call* make_call(tpu_op_id op, const std::vector<tpu_tensor>& inputs,
-                       const std::vector<tpu_tensor>& outputs);
+// A new call of `op` holding `inputs` then `outputs`.
+OpCall make_call(tpu_op_id op, const std::vector<tpu_tensor>& inputs,
+                 const std::vector<tpu_tensor>& outputs);
 
 // Stores `value` converted to `dtype` in call->scalars[slot] (and slot + 1 for 16-byte dtypes)
 // and points call->tensors[index] at it: a host view with `sizes` and every stride 0, so the

@@ -31,10 +31,10 @@ void run_gather(const at::Tensor& self, int64_t dim, const at::Tensor& index,
   }
   check_same_device("gather", out.device(), {&self, &index});
   dim = at::maybe_wrap_dim(dim, self.dim());
-  tpu_op_call* call = make_call(TPU_OP_GATHER, {core_view_1d(self), core_view_1d(index)},
+  OpCall call = make_call(TPU_OP_GATHER, {core_view_1d(self), core_view_1d(index)},
                                 {core_view_1d(out)});
   call->scalars[0].i = dim;
-  launch(out.device().index(), call);
+  launch(out.device().index(), std::move(call));
 }
 
 at::Tensor gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad) {
@@ -101,7 +101,7 @@ void run_scatter(tpu_op_id op, const char* name, const at::Tensor& out, int64_t 
       "\" with a scalar value not implemented for '", out.scalar_type(), "'");
   dim = at::maybe_wrap_dim(dim, std::max<int64_t>(out.dim(), 1));
   tpu_tensor src_view = source.src ? core_view_1d(*source.src) : tpu_tensor{};
-  tpu_op_call* call = make_call(op, {core_view_1d(index), src_view}, {core_view_1d(out)});
+  OpCall call = make_call(op, {core_view_1d(index), src_view}, {core_view_1d(out)});
   if (!source.src) {
     const tpu_tensor& iv = call->tensors[0];
     set_scalar_tensor(call, 1, 5, source.value, out.scalar_type(),
@@ -110,7 +110,7 @@ void run_scatter(tpu_op_id op, const char* name, const at::Tensor& out, int64_t 
   call->scalars[0].i = dim;
   call->scalars[1].i = source.how;
   set_alpha(call, source.alpha);
-  launch(out.device().index(), call);
+  launch(out.device().index(), std::move(call));
 }
 
 void copy_self(const at::Tensor& self, const at::Tensor& out) {

@@ -115,10 +115,10 @@ void run_trilu(const at::Tensor& self, int64_t diagonal, bool upper, const at::T
   if (!out.is_same(self)) {
     at::assert_no_overlap(out, self);
   }
-  tpu_op_call* call = make_call(TPU_OP_TRILU, {core_view(self)}, {core_view(out)});
+  OpCall call = make_call(TPU_OP_TRILU, {core_view(self)}, {core_view(out)});
   call->scalars[0].i = diagonal;
   call->scalars[1].i = upper ? 1 : 0;
-  launch(out.device().index(), call);
+  launch(out.device().index(), std::move(call));
 }
 
 template <typename Meta, bool Upper>
@@ -169,7 +169,7 @@ at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at:
     return out;
   }
   at::Tensor flat = out.dim() == 1 ? out : at::empty({size}, out.options());
-  tpu_op_call* call = make_call(TPU_OP_ARANGE, {}, {core_view(flat)});
+  OpCall call = make_call(TPU_OP_ARANGE, {}, {core_view(flat)});
   if (at::isIntegralType(out.scalar_type(), /*includeBool=*/false)) {
     call->scalars[2].i = start.to<int64_t>();
     call->scalars[3].i = step.to<int64_t>();
@@ -177,7 +177,7 @@ at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at:
     call->scalars[0].f = start.to<double>();
     call->scalars[1].f = step.to<double>();
   }
-  launch(out.device().index(), call);
+  launch(out.device().index(), std::move(call));
   if (!flat.is_same(out)) {
     copy_into(flat.view(out.sizes()), out, false);
   }

@@ -21,6 +21,7 @@
 #include "ops/TpuStructured.h"
 #include "runtime/TpuCore.h"
 
+#include "core/drivers/host/host.h"
 #include "core/include/tpu.h"
 
 namespace torch_tpu {
@@ -148,7 +149,7 @@ void launch_gemm(tpu_op_id op, const at::Tensor& out, const tpu_tensor& a, const
   if (out.numel() == 0) {
     return;
   }
-  tpu_op_call* call = new_call(op, c ? 3 : 2, 1);
+  OpCall call = new_call(op, c ? 3 : 2, 1);
   call->tensors[0] = a;
   call->tensors[1] = b;
   if (c) {
@@ -157,7 +158,7 @@ void launch_gemm(tpu_op_id op, const at::Tensor& out, const tpu_tensor& a, const
   call->tensors[c ? 3 : 2] = out_view;
   set_scalars(call, out.scalar_type(), alpha, beta);
   call->scalars[4].i = conj;
-  launch(out.device().index(), call);
+  launch(out.device().index(), std::move(call));
 }
 
 // ---- mm, addmm ----
@@ -536,14 +537,14 @@ Fn driver_proc(const char* name) {
 }
 
 void set_blas_library(c10::string_view path) {
-  if (auto set_path = driver_proc<tpu_proc_set_blas_path>(TPU_PROC_SET_BLAS_PATH)) {
+  if (auto set_path = driver_proc<tpu_host_set_blas_path_fn>(TPU_HOST_SET_BLAS_PATH)) {
     set_path(std::string(path).c_str());
   }
 }
 
 std::string blas_info() {
   check(tpu_driver_error());
-  auto info = driver_proc<tpu_proc_blas_info>(TPU_PROC_BLAS_INFO);
+  auto info = driver_proc<tpu_host_blas_info_fn>(TPU_HOST_BLAS_INFO);
   if (!info) {
     return std::string("none: the ") + tpu_driver()->name + " driver runs GEMMs itself";
   }
@@ -578,7 +579,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 
 void use_f32_kernel(bool enabled) {
   check(tpu_driver_error());
-  auto use = driver_proc<tpu_proc_use_f32_kernel>(TPU_PROC_USE_F32_KERNEL);
+  auto use = driver_proc<tpu_host_use_f32_kernel_fn>(TPU_HOST_USE_F32_KERNEL);
   TORCH_CHECK(use, "the ", tpu_driver()->name, " driver has no fp32 kernel switch");
   use(enabled);
 }

@@ -33,20 +33,20 @@ at::Tensor embedding_dense_backward(const at::Tensor& grad_output, const at::Ten
     counts = at::empty({num_weights}, indices.options().dtype(at::kLong));
     outputs.push_back(core_view(counts));
   }
-  tpu_op_call* call =
+  OpCall call =
       make_call(TPU_OP_EMBEDDING_BACKWARD, {core_view(grad), core_view(flat)}, outputs);
   call->scalars[0].i = padding_idx;
   call->scalars[1].i = scale_grad_by_freq ? 1 : 0;
-  launch(grad_output.device().index(), call);
+  launch(grad_output.device().index(), std::move(call));
   return grad_weight;
 }
 
 // A random op's call with the generator's Philox arguments in scalars[2] and [3].
-void launch_random(const at::Tensor& out, tpu_op_call* call, std::optional<at::Generator> gen) {
+void launch_random(const at::Tensor& out, OpCall call, std::optional<at::Generator> gen) {
   PhiloxArgs args = philox_args(std::move(gen), out.device().index());
   call->scalars[2].u = args.seed;
   call->scalars[3].u = args.offset;
-  launch(out.device().index(), call);
+  launch(out.device().index(), std::move(call));
 }
 
 void check_bernoulli_dtype(const at::Tensor& self) {
@@ -79,9 +79,9 @@ struct BernoulliScalarKernel {
     TORCH_CHECK(self.is_privateuseone(), "Expected a 'tpu' tensor for a tpu generator, but got ",
                 self.device());
     check_bernoulli_dtype(self);
-    tpu_op_call* call = make_call(TPU_OP_BERNOULLI, {}, {core_view(self)});
+    OpCall call = make_call(TPU_OP_BERNOULLI, {}, {core_view(self)});
     call->scalars[0].f = p;
-    launch_random(self, call, std::move(gen));
+    launch_random(self, std::move(call), std::move(gen));
   }
 };
 
@@ -125,11 +125,11 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
     return std::make_tuple(input.mul(mask).mul_(scale), mask);
   }
   at::Tensor out = at::empty_like(input);
-  tpu_op_call* call = make_call(TPU_OP_DROPOUT, {core_view(input)},
+  OpCall call = make_call(TPU_OP_DROPOUT, {core_view(input)},
                                 {core_view(out), core_view(mask)});
   call->scalars[0].f = keep;
   call->scalars[1].f = scale;
-  launch_random(out, call, std::nullopt);
+  launch_random(out, std::move(call), std::nullopt);
   return std::make_tuple(out, mask);
 }
 
@@ -142,10 +142,10 @@ at::Tensor native_dropout_backward(const at::Tensor& grad, const at::Tensor& mas
     return grad.mul(mask).mul(scale);  // PyTorch's definition, dispatched op by op
   }
   at::Tensor out = at::empty_like(grad);
-  tpu_op_call* call = make_call(TPU_OP_DROPOUT_BACKWARD, {core_view(grad), core_view(mask)},
+  OpCall call = make_call(TPU_OP_DROPOUT_BACKWARD, {core_view(grad), core_view(mask)},
                                 {core_view(out)});
   call->scalars[0].f = scale;
-  launch(grad.device().index(), call);
+  launch(grad.device().index(), std::move(call));
   return out;
 }
 

@@ -73,10 +73,10 @@ void run_nll(const at::Tensor& input, const at::Tensor& target, const at::Tensor
     w = weight->contiguous();
     inputs.push_back(core_view(w));
   }
-  tpu_op_call* call = make_call(TPU_OP_NLL_LOSS, inputs, {core_view(o), core_view(total_weight)});
+  OpCall call = make_call(TPU_OP_NLL_LOSS, inputs, {core_view(o), core_view(total_weight)});
   call->scalars[0].i = reduction;
   call->scalars[1].i = ignore_index;
-  launch(input.device().index(), call);
+  launch(input.device().index(), std::move(call));
 }
 
 void run_nll_backward(const at::Tensor& grad_output, const at::Tensor& input,
@@ -106,10 +106,10 @@ void run_nll_backward(const at::Tensor& grad_output, const at::Tensor& input,
     w = weight->contiguous();
     inputs.push_back(core_view(w));
   }
-  tpu_op_call* call = make_call(TPU_OP_NLL_LOSS_BACKWARD, inputs, {core_view(gi)});
+  OpCall call = make_call(TPU_OP_NLL_LOSS_BACKWARD, inputs, {core_view(gi)});
   call->scalars[0].i = reduction;
   call->scalars[1].i = ignore_index;
-  launch(input.device().index(), call);
+  launch(input.device().index(), std::move(call));
   if (!aliased) {
     copy_into(gi.view(grad_input.sizes()), grad_input, false);
   }
@@ -243,9 +243,9 @@ void run_mse(const at::Tensor& input, const at::Tensor& target, int64_t reductio
   std::vector<int64_t> shape = at::infer_size(input.sizes(), target.sizes());
   at::Tensor a = input.to(out.scalar_type()).expand(shape);
   at::Tensor b = target.to(out.scalar_type()).expand(shape);
-  tpu_op_call* call = make_call(TPU_OP_MSE_LOSS, {core_view(a), core_view(b)}, {core_view(out)});
+  OpCall call = make_call(TPU_OP_MSE_LOSS, {core_view(a), core_view(b)}, {core_view(out)});
   call->scalars[0].i = reduction;
-  launch(out.device().index(), call);
+  launch(out.device().index(), std::move(call));
 }
 
 at::Tensor& mse_loss_out(const at::Tensor& self, const at::Tensor& target, int64_t reduction,
@@ -265,12 +265,12 @@ at::Tensor& mse_loss_backward_out(const at::Tensor& grad_output, const at::Tenso
   at::IntArrayRef shape = grad_input.sizes();
   auto as_input = [&](const at::Tensor& t) { return t.to(self.scalar_type()).expand(shape); };
   at::Tensor go = as_input(grad_output), a = as_input(self), b = as_input(target);
-  tpu_op_call* call = make_call(TPU_OP_MSE_LOSS_BACKWARD,
+  OpCall call = make_call(TPU_OP_MSE_LOSS_BACKWARD,
                                 {core_view(go), core_view(a), core_view(b)},
                                 {core_view(grad_input)});
   call->scalars[0].f =
       reduction == at::Reduction::Mean ? 2. / static_cast<double>(self.numel()) : 2.;
-  launch(self.device().index(), call);
+  launch(self.device().index(), std::move(call));
   return grad_input;
 }
 

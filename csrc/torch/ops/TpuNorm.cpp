@@ -51,11 +51,11 @@ void check_half_to_float(const at::Tensor& self, bool half_to_float) {
 
 void run_softmax(tpu_op_id op, const at::Tensor& self, int64_t dim, const at::Tensor& out) {
   tpu_tensor in = core_view(self), result = core_view(out);
-  tpu_op_call* call = new_call(op, 1, 1);
+  OpCall call = new_call(op, 1, 1);
   call->tensors[0] = in;
   call->tensors[1] = result;
   call->scalars[0].i = at::maybe_wrap_dim(dim, self.dim());
-  launch(self.device().index(), call);
+  launch(self.device().index(), std::move(call));
 }
 
 template <typename Meta, bool Log>
@@ -95,12 +95,12 @@ at::Tensor& softmax_out(const at::Tensor& self, int64_t dim, bool half_to_float,
 void run_softmax_backward(tpu_op_id op, const at::Tensor& grad_output, const at::Tensor& output,
                           int64_t dim, const at::Tensor& grad_input) {
   tpu_tensor g = core_view(grad_output), y = core_view(output), gi = core_view(grad_input);
-  tpu_op_call* call = new_call(op, 2, 1);
+  OpCall call = new_call(op, 2, 1);
   call->tensors[0] = g;
   call->tensors[1] = y;
   call->tensors[2] = gi;
   call->scalars[0].i = at::maybe_wrap_dim(dim, output.dim());
-  launch(output.device().index(), call);
+  launch(output.device().index(), std::move(call));
 }
 
 template <typename Meta, bool Log>
@@ -235,7 +235,7 @@ at::ScalarType stat_dtype(const at::Tensor& input) {
 
 void launch_rows(tpu_op_id op, c10::DeviceIndex device, const std::vector<tpu_tensor>& inputs,
                  const std::vector<tpu_tensor>& outputs, double eps) {
-  tpu_op_call* call =
+  OpCall call =
       new_call(op, static_cast<int>(inputs.size()), static_cast<int>(outputs.size()));
   size_t i = 0;
   for (const tpu_tensor& t : inputs) {
@@ -245,7 +245,7 @@ void launch_rows(tpu_op_id op, c10::DeviceIndex device, const std::vector<tpu_te
     call->tensors[i++] = t;
   }
   call->scalars[0].f = eps;
-  launch(device, call);
+  launch(device, std::move(call));
 }
 
 // ---- layer_norm ----

@@ -28,10 +28,9 @@ void check_lists(c10::ArrayRef<at::TensorList> lists, const char* op) {
   }
 }
 
-tpu_op_call* make_call(tpu_op_id op, const std::vector<tpu_tensor>& inputs,
-                       const std::vector<at::Tensor>& outputs) {
-  tpu_op_call* call = new_call(op, static_cast<int>(inputs.size()),
-                               static_cast<int>(outputs.size()));
+OpCall make_call(tpu_op_id op, const std::vector<tpu_tensor>& inputs,
+                 const std::vector<at::Tensor>& outputs) {
+  OpCall call = new_call(op, static_cast<int>(inputs.size()), static_cast<int>(outputs.size()));
   for (size_t i = 0; i < inputs.size(); i++) {
     call->tensors[i] = inputs[i];
   }
@@ -69,14 +68,14 @@ void fused_adam_impl(bool decoupled, at::TensorList params, at::TensorList grads
     if (amsgrad) {
       outputs.push_back(max_exp_avg_sqs[i]);
     }
-    tpu_op_call* call = make_call(TPU_OP_FUSED_ADAM, inputs, outputs);
+    OpCall call = make_call(TPU_OP_FUSED_ADAM, inputs, outputs);
     call->scalars[0].f = lr;
     call->scalars[1].f = beta1;
     call->scalars[2].f = beta2;
     call->scalars[3].f = weight_decay;
     call->scalars[4].f = eps;
     call->scalars[5].u = flags;
-    launch(params[i].device().index(), call);
+    launch(params[i].device().index(), std::move(call));
   }
 }
 
@@ -129,13 +128,13 @@ void fused_sgd_impl(at::TensorList params, at::TensorList grads, at::TensorList 
     if (momentum != 0.0) {
       outputs.push_back(momentum_buffers[i]);
     }
-    tpu_op_call* call = make_call(TPU_OP_FUSED_SGD, inputs, outputs);
+    OpCall call = make_call(TPU_OP_FUSED_SGD, inputs, outputs);
     call->scalars[0].f = lr;
     call->scalars[1].f = weight_decay;
     call->scalars[2].f = momentum;
     call->scalars[3].f = dampening;
     call->scalars[4].u = flags;
-    launch(params[i].device().index(), call);
+    launch(params[i].device().index(), std::move(call));
   }
 }
 
@@ -178,12 +177,12 @@ at::Tensor& amp_update_scale(at::Tensor& scale, at::Tensor& growth_tracker,
               "scale, growth_tracker and found_inf must be tpu tensors");
   TORCH_CHECK(growth_tracker.scalar_type() == at::kInt, "growth_tracker must be an int tensor");
   TORCH_CHECK(scale.scalar_type() == at::kFloat, "current_scale must be a float tensor");
-  tpu_op_call* call = make_call(TPU_OP_AMP_UPDATE_SCALE, {core_view(found_inf)},
+  OpCall call = make_call(TPU_OP_AMP_UPDATE_SCALE, {core_view(found_inf)},
                                 {scale, growth_tracker});
   call->scalars[0].f = growth_factor;
   call->scalars[1].f = backoff_factor;
   call->scalars[2].i = growth_interval;
-  launch(scale.device().index(), call);
+  launch(scale.device().index(), std::move(call));
   return scale;
 }
 

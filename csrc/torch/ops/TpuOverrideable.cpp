@@ -41,11 +41,11 @@ Params params_of(at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRe
 
 void run(tpu_op_id op, const Params& p, const std::vector<tpu_tensor>& inputs,
          const at::Tensor& out) {
-  tpu_op_call* call = make_call(op, inputs, {core_view(out)});
+  OpCall call = make_call(op, inputs, {core_view(out)});
   call->scalars[0].u = p.stride;
   call->scalars[1].u = p.padding;
   call->scalars[2].u = p.dilation;
-  launch(out.device().index(), call);
+  launch(out.device().index(), std::move(call));
 }
 
 void check_operands(const at::Tensor& input, const at::Tensor& weight, const at::Tensor* bias) {

@@ -28,13 +28,13 @@ void launch_random(
     return;
   }
   PhiloxArgs args = philox_args(generator, self.device().index());
-  tpu_op_call* call = new_call(op, 0, 1);
+  OpCall call = new_call(op, 0, 1);
   call->tensors[0] = core_view(self);
   call->scalars[0] = a;
   call->scalars[1] = b;
   call->scalars[2].u = args.seed;
   call->scalars[3].u = args.offset;
-  launch(self.device().index(), call);
+  launch(self.device().index(), std::move(call));
 }
 
 void check_floating(const at::Tensor& self, const char* name) {

@@ -85,14 +85,14 @@ void launch_reduce(tpu_op_id op, const at::Tensor& self, std::initializer_list<a
     views.push_back(keepdim_view(out, self, mask));
   }
   const tpu_dtype core_compute = to_core_dtype(compute);
-  tpu_op_call* call = new_call(op, 1, static_cast<int>(outs.size()));
+  OpCall call = new_call(op, 1, static_cast<int>(outs.size()));
   for (size_t i = 0; i < views.size(); i++) {
     call->tensors[i] = views[i];
   }
   call->compute = core_compute;
   call->scalars[0] = s0;
   call->scalars[1] = s1;
-  launch(self.device().index(), call);
+  launch(self.device().index(), std::move(call));
 }
 
 bool core_computes(at::ScalarType type) {
@@ -487,12 +487,12 @@ void run_cumsum(const char* name, const at::Tensor& self, int64_t dim, const at:
     return;
   }
   tpu_tensor in = core_view(self), result = core_view(out);
-  tpu_op_call* call = new_call(TPU_OP_CUMSUM, 1, 1);
+  OpCall call = new_call(TPU_OP_CUMSUM, 1, 1);
   call->tensors[0] = in;
   call->tensors[1] = result;
   call->compute = result.dtype;
   call->scalars[0].i = wrapped;
-  launch(self.device().index(), call);
+  launch(self.device().index(), std::move(call));
 }
 
 at::Tensor cumsum(const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype) {

@@ -89,11 +89,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell_backward(
   at::Tensor grad_gates = empty({b, 4 * h}, cx), grad_cx = empty({b, h}, cx);
   at::Tensor grad_bias = has_bias ? empty({4 * h}, cx) : at::Tensor();
   if (grad_gates.numel() > 0) {
-    tpu_op_call* call =
+    OpCall call =
         make_call(TPU_OP_LSTM_CELL_BACKWARD, views({ghy, gcy, &cx, &cy, &workspace}),
                   views({&grad_gates, &grad_cx, has_bias ? &grad_bias : nullptr}));
     call->scalars[0].u = (ghy ? TPU_RNN_GRAD_HY : 0) | (gcy ? TPU_RNN_GRAD_CY : 0);
-    launch(cx.device().index(), call);
+    launch(cx.device().index(), std::move(call));
   } else if (has_bias) {
     grad_bias.zero_();
   }

@@ -37,13 +37,7 @@ struct TpuDeviceAllocator final : public c10::DeviceAllocator {
     c10::DeviceIndex device = current_device();
     c10::Stream stream = current_stream(device);
     tpu_buffer* buffer = nullptr;
-    tpu_stream* core = core_stream(stream);
-    // Fused mode: memory comes when the graph that writes the buffer runs, if the buffer is alive.
-    if (eager_mode_for(core) == TPU_EAGER_FUSED) {
-      check(tpu_buffer_create_pending(device, static_cast<int>(stream.id()), nbytes, &buffer));
-    } else {
-      check(tpu_buffer_create(device, static_cast<int>(stream.id()), nbytes, &buffer));
-    }
+    check(tpu_submit_buffer(core_stream(stream), nbytes, &buffer));
     capture_allocation(buffer);
     return wrap_buffer(buffer);
   }
@@ -131,7 +125,7 @@ void resize_storage_bytes(c10::StorageImpl* storage, size_t nbytes) {
   size_t keep = std::min(nbytes, storage->nbytes());
   auto* old_buffer = static_cast<tpu_buffer*>(storage->data_ptr().get_context());
   if (keep > 0 && old_buffer) {
-    tpu_op_call* call = new_call(TPU_OP_COPY, 1, 1);
+    OpCall call = new_call(TPU_OP_COPY, 1, 1);
     for (int i = 0; i < 2; i++) {
       tpu_tensor& t = call->tensors[i];
       t.buf = i == 0 ? old_buffer : static_cast<tpu_buffer*>(fresh.get_context());
@@ -140,7 +134,7 @@ void resize_storage_bytes(c10::StorageImpl* storage, size_t nbytes) {
       t.sizes[0] = static_cast<int64_t>(keep);
       t.strides[0] = 1;
     }
-    launch(device, call);
+    launch(device, std::move(call));
   }
   storage->set_data_ptr_noswap(std::move(fresh));
   storage->set_nbytes(nbytes);

@@ -7,9 +7,9 @@
 
 #include <atomic>
 
-#include "compile/TpuCapture.h"
 #include "runtime/TpuStreams.h"
 
+#include "core/drivers/host/host.h"
 #include "core/include/tpu.h"
 
 namespace torch_tpu {
@@ -141,14 +141,25 @@ tpu_stream* current_core_stream(c10::DeviceIndex device) {
   return core_stream(current_stream(device));
 }
 
-tpu_op_call* new_call(tpu_op_id op, int n_inputs, int n_outputs) {
-  tpu_op_call* call = tpu_op_call_new(op, n_inputs, n_outputs);
-  TORCH_CHECK_WITH(OutOfMemoryError, call, "cannot allocate a tpu op call");
-  return call;
+OpCall::OpCall(tpu_op_id op, int n_inputs, int n_outputs)
+    : call_(tpu_op_call_new(op, n_inputs, n_outputs)) {
+  TORCH_CHECK_WITH(OutOfMemoryError, call_, "cannot allocate a tpu op call");
 }
 
-tpu_op_call* copy_call(const tpu_tensor& src, const tpu_tensor& dst) {
-  tpu_op_call* call = new_call(TPU_OP_COPY, 1, 1);
+OpCall& OpCall::operator=(OpCall&& other) noexcept {
+  if (this != &other) {
+    tpu_op_call_free(call_);
+    call_ = other.release();
+  }
+  return *this;
+}
+
+OpCall new_call(tpu_op_id op, int n_inputs, int n_outputs) {
+  return OpCall(op, n_inputs, n_outputs);
+}
+
+OpCall copy_call(const tpu_tensor& src, const tpu_tensor& dst) {
+  OpCall call(TPU_OP_COPY, 1, 1);
   call->tensors[0] = src;
   call->tensors[1] = dst;
   return call;
@@ -158,30 +169,10 @@ tpu_op_call* copy_call(const tpu_tensor& src, const tpu_tensor& dst) {
 // that runs them on the host's threads (the process's driver never changes: looked up once).
 static void follow_torch_threads() {
   static const auto set_threads =
-      reinterpret_cast<tpu_proc_set_threads>(tpu_driver_proc(TPU_PROC_SET_THREADS));
+      reinterpret_cast<tpu_host_set_threads_fn>(tpu_driver_proc(TPU_HOST_SET_THREADS));
   if (set_threads) {
     set_threads(at::get_num_threads());
   }
-}
-
-static thread_local tpu_eager_mode thread_mode = TPU_EAGER_UNSET;
-
-tpu_eager_mode thread_eager_mode() {
-  return thread_mode;
-}
-
-void set_thread_eager_mode(tpu_eager_mode mode) {
-  thread_mode = mode;
-  // Debug mode is launch blocking, for this thread alone.
-  tpu_set_thread_launch_blocking(mode == TPU_EAGER_UNSET ? -1 : mode == TPU_EAGER_DEBUG);
-}
-
-tpu_eager_mode eager_mode_for(tpu_stream* stream) {
-  tpu_eager_mode mode = thread_mode;
-  if (mode == TPU_EAGER_UNSET) {
-    mode = tpu_stream_eager_mode(stream);
-  }
-  return mode == TPU_EAGER_UNSET ? tpu_default_eager_mode() : mode;
 }
 
 void synchronize_device(c10::DeviceIndex device) {
@@ -192,50 +183,24 @@ void synchronize_device(c10::DeviceIndex device) {
 // A backward pass cuts the open graphs of every chip where it starts and where it ends, once per
 // autograd graph task: the forward graph runs while autograd records the backward, and the
 // backward graph while Python records the optimizer step (in strict mode execution overlaps
-// recording op by op; this keeps most of that overlap). Called for each op recorded in fused
-// mode; the thread-local id makes it one cut and one engine callback per graph task on each
-// thread that records.
-static void cut_at_backward() {
+// recording op by op; this keeps most of that overlap; with no graph open a cut does nothing).
+// The thread-local id makes it one cut and one engine callback per graph task on each thread that
+// launches. Also notes that autograd has a thread for the chip (see backward_ran in the header).
+namespace {
+
+std::atomic<bool> backward_seen{false};
+
+void note_backward() {
   static thread_local int seen = -1;
   int task = torch::autograd::get_current_graph_task_id();
   if (task == -1 || task == seen) {
     return;
   }
   seen = task;
+  backward_seen.store(true, std::memory_order_relaxed);
   check(tpu_fused_flush_device(-1, TPU_CUT_BACKWARD_START));
   torch::autograd::Engine::get_default_engine().queue_callback(
       [] { check(tpu_fused_flush_device(-1, TPU_CUT_BACKWARD)); });
-}
-
-namespace {
-
-// For one launch, the calling thread blocks as the mode the launch runs in says (debug mode is
-// launch blocking): a thread without its own mode, such as autograd's device thread, follows the
-// stream's mode. Restores the thread's setting after.
-class LaunchBlocking {
- public:
-  explicit LaunchBlocking(tpu_eager_mode mode) : saved_(tpu_thread_launch_blocking()) {
-    tpu_set_thread_launch_blocking(mode == TPU_EAGER_DEBUG);
-  }
-  ~LaunchBlocking() {
-    tpu_set_thread_launch_blocking(saved_);
-  }
-  LaunchBlocking(const LaunchBlocking&) = delete;
-  LaunchBlocking& operator=(const LaunchBlocking&) = delete;
-
- private:
-  int saved_;
-};
-
-// Set once an op ran in a backward pass: autograd then has a thread for the chip (see
-// backward_ran in the header).
-std::atomic<bool> backward_seen{false};
-
-void note_backward() {
-  if (!backward_seen.load(std::memory_order_relaxed) &&
-      torch::autograd::get_current_graph_task_id() != -1) {
-    backward_seen.store(true, std::memory_order_relaxed);
-  }
 }
 
 } // namespace
@@ -244,46 +209,23 @@ bool backward_ran() {
   return backward_seen.load(std::memory_order_relaxed);
 }
 
-void launch(c10::DeviceIndex device, tpu_op_call* call) {
+void launch(c10::DeviceIndex device, OpCall call) {
   follow_torch_threads();
   note_backward();
   tpu_stream* stream = current_core_stream(device);
-  capture_launch(stream, call);
-  tpu_eager_mode mode = eager_mode_for(stream);
-  LaunchBlocking blocking(mode);
-  if (mode != TPU_EAGER_DEBUG && tpu_op_debug_requested()) {
+  if (tpu_op_debug_requested() && !tpu_submit_blocks(stream)) {
     TORCH_WARN_ONCE(
         "the NaN/Inf check and the op trace (TORCH_TPU_CHECK_NAN, TORCH_TPU_OP_TRACE, "
         "torch.tpu.set_debug_nan_check, set_debug_op_trace, debug_op_trace) apply in debug mode "
-        "only: ops in ", tpu_eager_mode_name(mode), " mode are neither checked nor traced");
+        "only: ops in strict and fused mode are neither checked nor traced");
   }
-  if (mode == TPU_EAGER_FUSED) {
-    cut_at_backward();
-    check(tpu_fused_add(stream, call));
-    return;
-  }
-  if (tpu_fused_pending_nodes(stream) > 0) {
-    tpu_status st = tpu_fused_flush(stream, TPU_CUT_MODE_SWITCH);
-    if (st != TPU_OK) {
-      tpu_op_call_free(call);
-      throw_status(st);
-    }
-  }
-  check(tpu_op_launch(stream, call));
+  check(tpu_submit(stream, call.release()));
 }
 
-void launch_sync(c10::DeviceIndex device, tpu_op_call* call) {
+void launch_sync(c10::DeviceIndex device, OpCall call) {
   follow_torch_threads();
   note_backward();
-  tpu_stream* stream = current_core_stream(device);
-  capture_unusable("a host read");
-  LaunchBlocking blocking(eager_mode_for(stream));
-  tpu_status st = tpu_fused_flush(stream, TPU_CUT_HOST_READ);
-  if (st != TPU_OK) {
-    tpu_op_call_free(call);
-    throw_status(st);
-  }
-  check(tpu_op_launch_sync(stream, call));
+  check(tpu_submit_sync(current_core_stream(device), call.release()));
 }
 
 } // namespace torch_tpu

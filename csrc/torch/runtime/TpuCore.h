@@ -40,15 +40,6 @@ tpu_stream* current_core_stream(c10::DeviceIndex device);
 // The core stream behind a c10::Stream of the tpu device.
 tpu_stream* core_stream(const c10::Stream& stream);
 
-// The calling thread's eager mode override (`with torch.tpu.eager_mode(...)`), TPU_EAGER_UNSET when
-// it has none.
-tpu_eager_mode thread_eager_mode();
-void set_thread_eager_mode(tpu_eager_mode mode);
-
-// The mode work on `stream` runs in: the thread's override, else the stream's own mode, else the
-// process default.
-tpu_eager_mode eager_mode_for(tpu_stream* stream);
-
 // Cuts the open fused graphs of `device` and waits for all its streams; throws the first error.
 void synchronize_device(c10::DeviceIndex device);
 
@@ -56,18 +47,49 @@ void synchronize_device(c10::DeviceIndex device);
 // chip (torch.tpu's exit drain is needed only then).
 bool backward_ran();
 
-// Launches `call` on the current stream of `device` (in fused mode: records it in the stream's
-// open graph); throws on a synchronous error.
-void launch(c10::DeviceIndex device, tpu_op_call* call);
+// An op call being built: it owns the call until launch hands it to the core, and frees it when
+// an exception leaves the builder first. Converts to the raw call for the helpers that fill it.
+class OpCall {
+ public:
+  // A new call; throws when out of host memory.
+  OpCall(tpu_op_id op, int n_inputs, int n_outputs);
+  // Adopts a call made by the core (a tape's copy).
+  explicit OpCall(tpu_op_call* call) : call_(call) {}
+  OpCall(OpCall&& other) noexcept : call_(other.release()) {}
+  OpCall& operator=(OpCall&& other) noexcept;
+  OpCall(const OpCall&) = delete;
+  OpCall& operator=(const OpCall&) = delete;
+  ~OpCall() {
+    tpu_op_call_free(call_);
+  }
+  tpu_op_call* operator->() const {
+    return call_;
+  }
+  operator tpu_op_call*() const {
+    return call_;
+  }
+  // Gives the call up (to the core).
+  tpu_op_call* release() noexcept {
+    tpu_op_call* call = call_;
+    call_ = nullptr;
+    return call;
+  }
 
-// Launches `call` and waits for it (copies to the host, scalar reads); cuts the open fused graph
-// first.
-void launch_sync(c10::DeviceIndex device, tpu_op_call* call);
+ private:
+  tpu_op_call* call_;
+};
+
+// Submits `call` to the current stream of `device` (exec/tpu_submit.h routes it by eager mode);
+// throws on a synchronous error.
+void launch(c10::DeviceIndex device, OpCall call);
+
+// Submits `call` and waits for it (copies to the host, scalar reads).
+void launch_sync(c10::DeviceIndex device, OpCall call);
 
 // A new op call; throws when out of host memory.
-tpu_op_call* new_call(tpu_op_id op, int n_inputs, int n_outputs);
+OpCall new_call(tpu_op_id op, int n_inputs, int n_outputs);
 
 // A copy call reading `src` (already broadcast to dst's shape) into `dst`.
-tpu_op_call* copy_call(const tpu_tensor& src, const tpu_tensor& dst);
+OpCall copy_call(const tpu_tensor& src, const tpu_tensor& dst);
 
 } // namespace torch_tpu

@@ -140,14 +140,14 @@ typedef struct host_proc {
 
 static tpu_proc host_get_proc_address(const char *name) {
   static const host_proc procs[] = {
-      {TPU_PROC_SET_THREADS, (tpu_proc)tpu_pool_set_threads},
+      {TPU_HOST_SET_THREADS, (tpu_proc)tpu_pool_set_threads},
       {TPU_PROC_HAS_NONFINITE, (tpu_proc)tpu_has_nonfinite},
       {TPU_PROC_FIRST_NONFINITE, (tpu_proc)tpu_first_nonfinite},
-      {TPU_PROC_GRAPH_STATS, (tpu_proc)tpu_fuse_get_stats},
-      {TPU_PROC_RESET_GRAPH_STATS, (tpu_proc)tpu_fuse_reset_stats},
-      {TPU_PROC_BLAS_INFO, (tpu_proc)host_blas_info},
-      {TPU_PROC_SET_BLAS_PATH, (tpu_proc)tpu_matmul_set_blas_path},
-      {TPU_PROC_USE_F32_KERNEL, (tpu_proc)host_use_f32_kernel},
+      {TPU_HOST_GRAPH_STATS, (tpu_proc)tpu_fuse_get_stats},
+      {TPU_HOST_RESET_GRAPH_STATS, (tpu_proc)tpu_fuse_reset_stats},
+      {TPU_HOST_BLAS_INFO, (tpu_proc)host_blas_info},
+      {TPU_HOST_SET_BLAS_PATH, (tpu_proc)tpu_matmul_set_blas_path},
+      {TPU_HOST_USE_F32_KERNEL, (tpu_proc)host_use_f32_kernel},
   };
   for (size_t i = 0; i < sizeof procs / sizeof procs[0]; i++)
     if (strcmp(procs[i].name, name) == 0)

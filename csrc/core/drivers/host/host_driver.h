@@ -7,7 +7,11 @@
 #define TPU_HOST_DRIVER_H
 
 #include "drivers/host/kernels/kernels.h"
+#include "drivers/host/host.h"
 #include "drivers/tpu_driver.h"
+#include "graph/tpu_graph.h"
+#include "mem/tpu_heap.h"
+#include "ops/tpu_op.h"
 
 /* The host driver's interface table. */
 const tpu_driver_i *tpu_host_driver(void);

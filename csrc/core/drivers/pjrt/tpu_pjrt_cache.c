@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "drivers/pjrt/tpu_pjrt_disk_cache.h"
-#include "exec/tpu_stream.h"
+#include "device/tpu_stream.h"
 
 typedef struct entry {
   struct entry *next;

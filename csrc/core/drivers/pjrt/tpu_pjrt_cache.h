@@ -7,8 +7,12 @@
 
 #include <stddef.h>
 
+#include "drivers/pjrt/pjrt.h"
 #include "drivers/pjrt/tpu_pjrt_executable.h"
 #include "drivers/tpu_driver.h"
+#include "graph/tpu_graph.h"
+#include "mem/tpu_heap.h"
+#include "ops/tpu_op.h"
 
 /* The executable compiled from `text`, compiling it on first use. */
 tpu_status tpu_pjrt_cache_get(const tpu_pjrt_client *client, const char *text, size_t len,

@@ -16,7 +16,7 @@
 #include "drivers/pjrt/tpu_pjrt_plugin.h"
 #include "drivers/pjrt/tpu_pjrt_storage.h"
 #include "drivers/pjrt/tpu_pjrt_view.h"
-#include "exec/tpu_stream.h"
+#include "device/tpu_stream.h"
 #include "graph/tpu_graph.h"
 #include "ops/tpu_op_fallback.h"
 
@@ -637,9 +637,9 @@ static tpu_proc pjrt_proc(const char *name) {
     return (tpu_proc)has_nonfinite;
   if (strcmp(name, TPU_PROC_FIRST_NONFINITE) == 0)
     return (tpu_proc)first_nonfinite;
-  if (strcmp(name, TPU_PROC_EXECUTABLE_STATS) == 0)
+  if (strcmp(name, TPU_PJRT_EXECUTABLE_STATS) == 0)
     return (tpu_proc)executable_stats;
-  if (strcmp(name, TPU_PROC_RESET_EXECUTABLE_STATS) == 0)
+  if (strcmp(name, TPU_PJRT_RESET_EXECUTABLE_STATS) == 0)
     return (tpu_proc)reset_executable_stats;
   return NULL;
 }

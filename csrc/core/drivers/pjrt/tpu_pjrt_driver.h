@@ -7,6 +7,9 @@
 #define TPU_PJRT_DRIVER_H
 
 #include "drivers/tpu_driver.h"
+#include "graph/tpu_graph.h"
+#include "mem/tpu_heap.h"
+#include "ops/tpu_op.h"
 
 /* The driver's table. */
 const tpu_driver_i *tpu_pjrt_driver(void);

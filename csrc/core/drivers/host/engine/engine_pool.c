@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "exec/tpu_stream.h"
+#include "device/tpu_stream.h"
 
 /* The most threads the pool runs. */
 #define TPU_POOL_MAX 256

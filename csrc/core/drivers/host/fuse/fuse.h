@@ -38,6 +38,7 @@
 #ifndef TPU_HOST_FUSE_H
 #define TPU_HOST_FUSE_H
 
+#include "drivers/host/host.h"
 #include "drivers/tpu_driver.h"
 #include "graph/tpu_graph.h"
 

@@ -1,4 +1,4 @@
-#include "exec/tpu_event.h"
+#include "device/tpu_event.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>

@@ -1,11 +1,11 @@
-#include "exec/tpu_device.h"
+#include "device/tpu_device.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "device/tpu_address_space.h"
 #include "drivers/tpu_driver.h"
-#include "mem/tpu_reserve.h"
 
 /* One segment of the caching allocator: a smaller chip could not hold a single allocation. */
 #define TPU_MIN_CAPACITY (2ull << 20)
@@ -45,7 +45,7 @@ static void registry_init(void) {
     capacities[d] = props[d].memory_bytes;
   }
   /* Under an address-space limit the chips get what their reservations can hold. */
-  tpu_reserve_plan(device_count, capacities);
+  tpu_address_space_plan(device_count, capacities);
   for (int d = 0; d < device_count; d++)
     props[d].memory_bytes = capacities[d];
   pthread_atfork(NULL, NULL, atfork_child);

@@ -1,4 +1,4 @@
-#include "exec/tpu_stream.h"
+#include "device/tpu_stream.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "base/tpu_env.h"
-#include "exec/tpu_device.h"
+#include "device/tpu_device.h"
 
 /* How long an idle worker polls before it sleeps, and how long a waiter polls before it blocks:
  * a wake-up through the kernel costs tens of microseconds, more than most tiny ops. */

@@ -7,22 +7,7 @@
 #include <stddef.h>
 
 #include "base/tpu_status.h"
-
-#define TPU_MAX_DEVICES 64
-
-/* What a chip is. */
-typedef enum tpu_device_kind {
-  TPU_DEVICE_SIMULATED, /* a chip simulated in host memory */
-  TPU_DEVICE_TPU,
-  TPU_DEVICE_GPU,
-  TPU_DEVICE_CPU,
-} tpu_device_kind;
-
-typedef struct tpu_device_props {
-  char name[64];       /* e.g. "TPU v5e (simulated)" */
-  size_t memory_bytes; /* capacity: at least one 2 MiB allocator segment */
-  tpu_device_kind kind;
-} tpu_device_props;
+#include "drivers/tpu_driver.h"
 
 /* "simulated", "tpu", "gpu" or "cpu". */
 const char *tpu_device_kind_name(tpu_device_kind kind);

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 
 #include "base/tpu_status.h"
-#include "exec/tpu_stream.h"
+#include "device/tpu_stream.h"
 
 typedef struct tpu_event tpu_event;
 
