@@ -1,8 +1,9 @@
 """The nn family on tpu, against PyTorch CPU in both eager modes: embedding and its backward
-(padding_idx, scale_grad_by_freq), bernoulli_, native_dropout (p = 0 and 1, eval mode, the same
-mask for the same seed in every eager mode, mask statistics), nll_loss / nll_loss2d (weights,
-ignore_index, reductions), cross_entropy, and mse_loss's backward and out= form; values, dtypes,
-sizes, strides, native execution, target errors, gradients."""
+(padding_idx, scale_grad_by_freq), nll_loss / nll_loss2d (weights, ignore_index, reductions),
+cross_entropy, and mse_loss's backward and out= form; with them, the random family's bernoulli_
+and native_dropout (p = 0 and 1, eval mode, the same mask for the same seed in every eager mode,
+mask statistics), whose binding sits beside embedding's; values, dtypes, sizes, strides, native
+execution, target errors, gradients."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Random numbers on tpu: seeding, generators, the CUDA-layout RNG state, distributions, errors,
-and the promise of csrc/core/ops/tpu_ops_base.h that every value is a pure function of
+and the promise of csrc/core/ops/tpu_ops_random.h that every value is a pure function of
 (seed, offset, the element's row-major logical index in the output view)."""
 
 from __future__ import annotations
@@ -343,7 +343,7 @@ FILLS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 def test_transposed_view_fill_equals_contiguous_fill(
     fill: str, dtype: torch.dtype, eager_mode: str
 ) -> None:
-    # ops/tpu_ops_base.h: a value depends on its row-major logical index in the output view, so a
+    # ops/tpu_ops_random.h: a value depends on its row-major logical index in the output view, so a
     # transposed view is filled exactly like a contiguous tensor of the view's shape.
     torch.tpu.manual_seed(8)
     base = torch.empty(131, 7, device=DEV, dtype=dtype)

@@ -10,12 +10,14 @@
 
 #include "base/tpu_status.h"
 #include "ops/tpu_ops_base.h"
+#include "ops/tpu_ops_random.h"
 #include "ops/tpu_ops_elementwise.h"
 #include "ops/tpu_ops_reduce.h"
 #include "ops/tpu_ops_matmul.h"
 #include "ops/tpu_ops_norm.h"
 #include "ops/tpu_ops_nn.h"
 #include "ops/tpu_ops_conv.h"
+#include "ops/tpu_ops_rnn.h"
 #include "ops/tpu_ops_attention.h"
 #include "ops/tpu_ops_index.h"
 #include "ops/tpu_ops_optim.h"
@@ -34,12 +36,14 @@
  * kernels). */
 #define TPU_OP_LIST(X)                                                                             \
   TPU_OPS_BASE(X)                                                                                  \
+  TPU_OPS_RANDOM(X)                                                                                \
   TPU_OPS_ELEMENTWISE(X)                                                                           \
   TPU_OPS_REDUCE(X)                                                                                \
   TPU_OPS_MATMUL(X)                                                                                \
   TPU_OPS_NORM(X)                                                                                  \
   TPU_OPS_NN(X)                                                                                    \
   TPU_OPS_CONV(X)                                                                                  \
+  TPU_OPS_RNN(X)                                                                                   \
   TPU_OPS_ATTENTION(X)                                                                             \
   TPU_OPS_INDEX(X)                                                                                 \
   TPU_OPS_OPTIM(X)

@@ -1,8 +1,8 @@
 /* The conv family's ops: X(ID, "name", attribute scalars) per op; see ops/tpu_op.h. Convolutions
  * (1, 2 or 3 spatial dimensions, grouped, strided, padded, dilated, transposed through the
- * backward ops), pooling, and the fused LSTM/GRU cells. Floating dtypes (float16, bfloat16,
- * float32, float64; forward pooling also takes integers, below); each op computes in float or
- * wider (double for float64) and rounds once per output element, as PyTorch CPU does.
+ * backward ops) and pooling. Floating dtypes (float16, bfloat16, float32, float64; forward
+ * pooling also takes integers, below); each op computes in float or wider (double for float64)
+ * and rounds once per output element, as PyTorch CPU does.
  *
  * Convolutions see every tensor as [N, C, spatial...] with 1 to 3 spatial dimensions and any
  * strides; "x-like" tensors have the convolution's input geometry,
@@ -25,20 +25,7 @@
  * POOL_BACKWARD: tensors dy and, for the max modes, indices; output dx.
  * PyTorch CPU's windows, divisors and NaN rule (a NaN always wins a max); forward max pooling also
  * takes the integer dtypes (an empty window gives the dtype's smallest value), forward average
- * pooling int64 (summed and divided as integers, truncating).
- *
- * Fused RNN cells, with the workspace layouts of PyTorch's CUDA kernels (which the backward ops
- * and autograd rely on): gates [B, 4H] (LSTM: i, f, g, o) or [B, 3H] (GRU: r, z, n), states
- * [B, H], biases 1-d; one dtype throughout. A bias gradient is the column sum of the (rounded)
- * gate gradients.
- * LSTM_CELL: tensors input_gates, hidden_gates, cx, [input_bias, hidden_bias]; outputs hy, cy,
- *   workspace [B, 4H] (the activated gates).
- * LSTM_CELL_BACKWARD: tensors [grad_hy], [grad_cy] (by TPU_RNN_* flags in scalars[0].u), cx, cy,
- *   workspace; outputs grad_gates [B, 4H], grad_cx, [grad_bias [4H]].
- * GRU_CELL: tensors input_gates, hidden_gates, hx, [input_bias, hidden_bias]; outputs hy,
- *   workspace [B, 5H] (r, z, n, hx, and the hidden n gate with its bias).
- * GRU_CELL_BACKWARD: tensors grad_hy, workspace; outputs grad_input_gates, grad_hidden_gates,
- *   grad_hx, [grad_input_bias, grad_hidden_bias]. */
+ * pooling int64 (summed and divided as integers, truncating). */
 #ifndef TPU_OPS_CONV_H
 #define TPU_OPS_CONV_H
 
@@ -50,11 +37,7 @@
   X(CONV_BACKWARD_WEIGHT, "conv_backward_weight", TPU_ATTRS_BELOW(3))                              \
   X(CONV_BACKWARD_BIAS, "conv_backward_bias", 0)                                                   \
   X(POOL, "pool", TPU_ATTRS_BELOW(6))                                                              \
-  X(POOL_BACKWARD, "pool_backward", TPU_ATTRS_BELOW(6))                                            \
-  X(LSTM_CELL, "lstm_cell", 0)                                                                     \
-  X(LSTM_CELL_BACKWARD, "lstm_cell_backward", TPU_ATTR(0))                                         \
-  X(GRU_CELL, "gru_cell", 0)                                                                       \
-  X(GRU_CELL_BACKWARD, "gru_cell_backward", 0)
+  X(POOL_BACKWARD, "pool_backward", TPU_ATTRS_BELOW(6))
 
 /* Pooling modes (the low bits of POOL's scalars[4].u) and its flag. */
 enum {
@@ -64,9 +47,6 @@ enum {
   TPU_POOL_ADAPTIVE_MAX = 3,
   TPU_POOL_COUNT_PAD = 4, /* average pooling divides by the window including the padding */
 };
-
-/* LSTM_CELL_BACKWARD flags: which output gradients are given. */
-enum { TPU_RNN_GRAD_HY = 1u << 0, TPU_RNN_GRAD_CY = 1u << 1 };
 
 /* Largest stride, padding or dilation a packed scalar holds. */
 #define TPU_CONV_PARAM_MAX ((1 << 21) - 1)

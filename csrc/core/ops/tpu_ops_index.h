@@ -1,10 +1,17 @@
-/* The index family's ops: X(ID, "name", attribute scalars) per op; see ops/tpu_op.h. Gathers and
- * scatters along a dimension, advanced indexing, mask-driven selection, and the shape and creation
- * ops that are not plain copies.
+/* The index family's ops: X(ID, "name", attribute scalars) per op; see ops/tpu_op.h. Index
+ * selection, gathers and scatters along a dimension, advanced indexing, mask-driven selection, and
+ * the shape and creation ops that are not plain copies.
  *
  * Combining (tpu_accum below) is PyTorch CPU's arithmetic: integers wrap, bool adds as `or` and
  * multiplies as `and`, float16 and bfloat16 compute in float and round once per element and step.
  * Duplicate indices combine in a fixed order, stated per op, whatever the thread count.
+ *
+ * INDEX_SELECT: tensors[0] = self, [1] = index (int32 or int64, 0-d or 1-d), [2] = output, sized
+ *   by the caller: self's sizes with dimension scalars[0].i (negative counts from the end)
+ *   replaced by the index's length. Any dtype: elements move as bytes. A 0-d self (and its 0-d
+ *   output) acts as one dimension of size 1, as in PyTorch. Every index is checked before
+ *   anything is written; one outside [0, size) is an IndexError (negative indices do not wrap, as
+ *   on PyTorch CPU).
  *
  * Gathers and scatters along one dimension. All tensors have the same rank, at least 1 (callers
  * pass 0-d tensors as 1-d of size 1), with index.size(d) <= self.size(d) for d != dim and, for a
@@ -70,6 +77,7 @@
 #define TPU_OPS_INDEX_H
 
 #define TPU_OPS_INDEX(X)                                                                           \
+  X(INDEX_SELECT, "index_select", TPU_ATTR(0))                                                     \
   X(GATHER, "gather", TPU_ATTR(0))                                                                 \
   X(SCATTER, "scatter", TPU_ATTR(0) | TPU_ATTR(1))                                                 \
   X(INDEX_ADD, "index_add", TPU_ATTR(0) | TPU_ATTR(1))                                             \

@@ -1,5 +1,5 @@
 /* The nn family's ops: X(ID, "name", attribute scalars) per op; see ops/tpu_op.h. Embedding
- * backward, Bernoulli draws and dropout, and the losses.
+ * backward and the losses.
  *
  * EMBEDDING_BACKWARD (embedding_dense_backward): tensors[0] = grad [N, D], [1] = indices [N]
  *   (int64 or int32); outputs [2] = grad_weight [V, D] and, with scale_grad_by_freq, [3] =
@@ -9,21 +9,6 @@
  *   CPU's add does; rows never indexed and the padding row are zero. An index equal to
  *   padding_idx is skipped (as on PyTorch CPU); any other index outside [0, V) is an IndexError,
  *   found before anything is written.
- *
- * Bernoulli draws and dropout use the random stream of ops/tpu_ops_base.h: element i of the
- * output view (row-major) takes word i of the stream for (seed, offset), u = its low 24 bits *
- * 2^-24, the same u that UNIFORM gives element i. A value depends only on (seed, offset, i),
- * never on strides, threads or the eager mode.
- *   BERNOULLI: tensors[0] = p (optional, floating, broadcast to out's sizes), output out (bool,
- *     integer or floating). scalars[0].f = p when there is no p tensor, [2].u seed, [3].u
- *     offset. out = u < p ? 1 : 0. A p outside [0, 1] is an error (PyTorch CPU's check).
- *   DROPOUT (native_dropout in training): tensors[0] = input (floating or complex); outputs
- *     out (input's dtype) and mask (bool). scalars[0].f = the keep probability 1 - p, [1].f =
- *     scale (1 / (1 - p), 0 when p = 1), [2].u seed, [3].u offset. mask = u < 1 - p; out =
- *     (input * mask) * scale with the scale in the dtype's compute type (float for float16,
- *     bfloat16, float32), rounded once, as PyTorch CPU's input.mul(mask).mul_(scale).
- *   DROPOUT_BACKWARD: tensors[0] = grad, [1] = mask (bool or uint8), output grad_input (grad's
- *     dtype); scalars[0].f = scale: grad_input = (grad * mask) * scale, the same way.
  *
  * Losses. The reduction scalar uses ATen's codes: 0 none, 1 mean, 2 sum. Floating dtypes only
  * (float16, bfloat16, float32, float64). A reduced loss accumulates in double and rounds once.
@@ -50,9 +35,6 @@
 
 #define TPU_OPS_NN(X)                                                                              \
   X(EMBEDDING_BACKWARD, "embedding_backward", TPU_ATTR(0) | TPU_ATTR(1))                           \
-  X(BERNOULLI, "bernoulli", 0)                                                                     \
-  X(DROPOUT, "dropout", 0)                                                                         \
-  X(DROPOUT_BACKWARD, "dropout_backward", 0)                                                       \
   X(NLL_LOSS, "nll_loss", TPU_ATTR(0) | TPU_ATTR(1))                                               \
   X(NLL_LOSS_BACKWARD, "nll_loss_backward", TPU_ATTR(0) | TPU_ATTR(1))                             \
   X(MSE_LOSS, "mse_loss", TPU_ATTR(0))                                                             \

@@ -1,7 +1,7 @@
 /* Cases of the conv family (ops/tpu_ops_conv.h has the call layouts): convolutions over 1, 2 and
- * 3 spatial dimensions (grouped, strided, padded, dilated) and their three gradients, every
- * pooling mode, and the fused LSTM/GRU cells. One 2-d geometry is shared by the convolution and
- * its gradients, and one by max and average pooling and their backward: x [2, 4, 9, 9] with w
+ * 3 spatial dimensions (grouped, strided, padded, dilated) and their three gradients, and every
+ * pooling mode. One 2-d geometry is shared by the convolution and its gradients, and one by max
+ * and average pooling and their backward: x [2, 4, 9, 9] with w
  * [6, 4, 3, 3], stride 2 and padding 1 gives y [2, 6, 5, 5]. Max pooling's backward reads indices
  * anywhere in the input plane, as the forward may give them. */
 #ifndef EVERY_OP_CASES_CONV_H
@@ -58,26 +58,6 @@ static const op_case conv_cases[] = {
     {CASE(POOL_BACKWARD, "float32 2-d average counting the padding", 1, 1),
      .scalars = POOL_SCALARS(3, 2, 1, TPU_POOL_AVG | TPU_POOL_COUNT_PAD),
      .tensors = {{F32(2, 3, 4, 4)}, {F32(2, 3, 7, 7)}}},
-    {CASE(LSTM_CELL, "float32 with biases", 5, 3),
-     .tensors = {{F32(3, 32)}, {F32(3, 32)}, {F32(3, 8)}, {F32(32)}, {F32(32)}, {F32(3, 8)},
-                 {F32(3, 8)}, {F32(3, 32)}}},
-    {CASE(LSTM_CELL, "bfloat16 without biases", 3, 3),
-     .tensors = {{BF16(2, 16)}, {BF16(2, 16)}, {BF16(2, 4)}, {BF16(2, 4)}, {BF16(2, 4)},
-                 {BF16(2, 16)}}},
-    {CASE(LSTM_CELL_BACKWARD, "float32, both gradients and the bias", 5, 3),
-     .scalars = {{.u = TPU_RNN_GRAD_HY | TPU_RNN_GRAD_CY}},
-     .tensors = {{F32(3, 8)}, {F32(3, 8)}, {F32(3, 8)}, {F32(3, 8)},
-                 {F32(3, 32), RANGE(0.05, 0.95)}, {F32(3, 32)}, {F32(3, 8)}, {F32(32)}}},
-    {CASE(LSTM_CELL_BACKWARD, "float64, the cell gradient only", 4, 2),
-     .scalars = {{.u = TPU_RNN_GRAD_CY}},
-     .tensors = {{F64(2, 5)}, {F64(2, 5)}, {F64(2, 5)}, {F64(2, 20), RANGE(0.05, 0.95)},
-                 {F64(2, 20)}, {F64(2, 5)}}},
-    {CASE(GRU_CELL, "float32 with biases", 5, 2),
-     .tensors = {{F32(3, 24)}, {F32(3, 24)}, {F32(3, 8)}, {F32(24)}, {F32(24)}, {F32(3, 8)},
-                 {F32(3, 40)}}},
-    {CASE(GRU_CELL_BACKWARD, "float32 with bias gradients", 2, 5),
-     .tensors = {{F32(3, 8)}, {F32(3, 40), RANGE(0.05, 0.95)}, {F32(3, 24)}, {F32(3, 24)},
-                 {F32(3, 8)}, {F32(24)}, {F32(24)}}},
 };
 
 #endif

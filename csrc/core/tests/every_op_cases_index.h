@@ -1,9 +1,9 @@
-/* Cases of the index family (ops/tpu_ops_index.h has the call layouts). Indices lie in range
- * (negative ones where the op wraps them); duplicates are kept, since every op resolves them in a
- * fixed order. Several calls view one storage through several tensors, as their binding does:
- * index_add/copy/fill spread a 1-d index with stride 0, INDEX and INDEX_PUT read self's storage
- * through restrided and "along" views. The mask-driven ops' output sizes follow from EVERY(k)
- * patterns: k | n elements, n / k of them set. */
+/* Cases of the index family (ops/tpu_ops_index.h has the call layouts), index_select along either
+ * end first. Indices lie in range (negative ones where the op wraps them); duplicates are kept,
+ * since every op resolves them in a fixed order. Several calls view one storage through several
+ * tensors, as their binding does: index_add/copy/fill spread a 1-d index with stride 0, INDEX and
+ * INDEX_PUT read self's storage through restrided and "along" views. The mask-driven ops' output
+ * sizes follow from EVERY(k) patterns: k | n elements, n / k of them set. */
 #ifndef EVERY_OP_CASES_INDEX_H
 #define EVERY_OP_CASES_INDEX_H
 
@@ -14,6 +14,11 @@
   {{.i = dim}, {.i = accum}, {.f = alpha}, {.f = 0}, {.i = (int64_t)(alpha)}}
 
 static const op_case index_cases[] = {
+    {CASE(INDEX_SELECT, "float32 rows by int64", 2, 1), .scalars = {{.i = 0}},
+     .tensors = {{F32(10, 16)}, {I64(7), RANGE(0, 10)}, {F32(7, 16)}}},
+    {CASE(INDEX_SELECT, "bfloat16 transposed, last dimension by int32", 2, 1),
+     .scalars = {{.i = -1}},
+     .tensors = {{BF16(9, 13), TRANSPOSED}, {I32(20), RANGE(0, 13)}, {BF16(9, 20)}}},
     {CASE(GATHER, "float32 along the last dimension", 2, 1), .scalars = {{.i = 1}},
      .tensors = {{F32(8, 10)}, {I64(8, 6), RANGE(0, 10)}, {F32(8, 6)}}},
     {CASE(GATHER, "bfloat16 transposed along the first dimension, int32 index", 2, 1),

@@ -1,6 +1,6 @@
 /* Cases of the nn family (ops/tpu_ops_nn.h has the call layouts): embedding backward with a
- * padding row and with frequency scaling, Bernoulli draws and dropout (pure functions of seed and
- * offset), and the losses with every reduction. Indices and targets lie in range, p in [0, 1). */
+ * padding row and with frequency scaling, and the losses with every reduction. Indices and
+ * targets lie in range. */
 #ifndef EVERY_OP_CASES_NN_H
 #define EVERY_OP_CASES_NN_H
 
@@ -15,18 +15,6 @@ static const op_case nn_cases[] = {
     {CASE(EMBEDDING_BACKWARD, "large float32 with many duplicates", 2, 1),
      .scalars = {{.i = -1}, {.i = 0}},
      .tensors = {{F32(20000, 8)}, {I64(20000), RANGE(0, 50)}, {F32(50, 8)}}},
-    {CASE(BERNOULLI, "bool from a scalar p", 0, 1),
-     .scalars = {{.f = 0.3}, {.f = 0}, {.u = 17}, {.u = 4}}, .tensors = {{BOOL_(500)}}},
-    {CASE(BERNOULLI, "float32 from a float64 p tensor", 1, 1),
-     .scalars = {{.f = 0}, {.f = 0}, {.u = 5}, {.u = 0}},
-     .tensors = {{F64(20, 30), RANGE(0, 1)}, {F32(20, 30)}}},
-    {CASE(DROPOUT, "float32", 1, 2), .scalars = {{.f = 0.8}, {.f = 1.25}, {.u = 3}, {.u = 1}},
-     .tensors = {{F32(600)}, {F32(600)}, {BOOL_(600)}}},
-    {CASE(DROPOUT, "bfloat16 transposed", 1, 2),
-     .scalars = {{.f = 0.5}, {.f = 2}, {.u = 8}, {.u = 2}},
-     .tensors = {{BF16(20, 30), TRANSPOSED}, {BF16(20, 30)}, {BOOL_(20, 30)}}},
-    {CASE(DROPOUT_BACKWARD, "float32 with a uint8 mask", 2, 1), .scalars = {{.f = 1.25}},
-     .tensors = {{F32(600)}, {U8(600), RANGE(0, 2)}, {F32(600)}}},
     {CASE(NLL_LOSS, "mean with class weights, class 2 ignored", 3, 2),
      .scalars = {{.i = 1}, {.i = 2}},
      .tensors = {{F32(8, 5, 3), RANGE(-4, 0)}, {I64(8, 3), RANGE(0, 5)}, {F32(5), RANGE(0.5, 2)},

@@ -24,7 +24,9 @@
 #include "every_op_cases_nn.h"
 #include "every_op_cases_norm.h"
 #include "every_op_cases_optim.h"
+#include "every_op_cases_random.h"
 #include "every_op_cases_reduce.h"
+#include "every_op_cases_rnn.h"
 #include "exec/tpu_fused.h"
 #include "ops/tpu_op_fallback.h"
 #include "tensor/tpu_buffer.h"
@@ -40,10 +42,10 @@ typedef struct case_table {
 #define CASE_TABLE(cases) {cases, sizeof cases / sizeof cases[0]}
 
 static const case_table case_tables[] = {
-    CASE_TABLE(base_cases),   CASE_TABLE(ew_cases),        CASE_TABLE(reduce_cases),
-    CASE_TABLE(matmul_cases), CASE_TABLE(norm_cases),      CASE_TABLE(nn_cases),
-    CASE_TABLE(conv_cases),   CASE_TABLE(attention_cases), CASE_TABLE(index_cases),
-    CASE_TABLE(optim_cases),
+    CASE_TABLE(base_cases),      CASE_TABLE(random_cases),    CASE_TABLE(ew_cases),
+    CASE_TABLE(reduce_cases),    CASE_TABLE(matmul_cases),    CASE_TABLE(norm_cases),
+    CASE_TABLE(nn_cases),        CASE_TABLE(conv_cases),      CASE_TABLE(rnn_cases),
+    CASE_TABLE(attention_cases), CASE_TABLE(index_cases),     CASE_TABLE(optim_cases),
 };
 
 /* Calls visit on every case: the tables', then each elementwise row in each of its dtypes. */
@@ -282,9 +284,13 @@ static bool own_kernels;
 /* Whether the driver's element matches the reference's: bit for bit for every dtype on drivers
  * that run the host's kernels. A driver with kernels of its own rounds its own way in floating
  * dtypes (other transcendental functions, summation orders, fused multiply-adds): there an
- * element matches within a relative and absolute tolerance of a few units in the dtype's last
- * place, NaN matches NaN, and infinities and every other dtype match exactly. */
-static bool element_matches(tpu_dtype dtype, const void *expected, const void *actual) {
+ * element matches within a tolerance of a few units in the dtype's last place relative to the
+ * larger of its own magnitude and `scale`, the largest finite magnitude in its storage (an element
+ * of a sum of many terms, as in a matmul or attention, carries rounding of the terms' size even
+ * when it cancels to a small value); NaN matches NaN, and infinities and every other dtype match
+ * exactly. */
+static bool element_matches(tpu_dtype dtype, const void *expected, const void *actual,
+                            double scale) {
   if (memcmp(expected, actual, tpu_dtype_size(dtype)) == 0)
     return true;
   if (!own_kernels || !tpu_dtype_is_floating(dtype) || tpu_dtype_is_complex(dtype))
@@ -296,7 +302,20 @@ static bool element_matches(tpu_dtype dtype, const void *expected, const void *a
     return isnan(e) && isnan(a);
   if (isinf(e) || isinf(a))
     return e == a;
-  return fabs(a - e) <= tol * (1 + fabs(e));
+  return fabs(a - e) <= tol * (1 + fmax(fabs(e), scale));
+}
+
+/* The largest finite magnitude among `n` elements of a floating storage (0 for other dtypes). */
+static double largest_magnitude(tpu_dtype dtype, const unsigned char *data, int64_t n) {
+  double largest = 0;
+  if (!tpu_dtype_is_floating(dtype) || tpu_dtype_is_complex(dtype))
+    return 0;
+  for (int64_t i = 0; i < n; i++) {
+    double v = fabs(tpu_real_load((const char *)data + i * (int64_t)tpu_dtype_size(dtype), dtype));
+    if (isfinite(v) && v > largest)
+      largest = v;
+  }
+  return largest;
 }
 
 /* Runs the host driver's op_run on host copies of the initial storages: false when it fails, or
@@ -385,8 +404,9 @@ static void compare_outputs(const op_case *c, const case_memory *m, run_mode mod
     tpu_dtype dtype = c->tensors[o].dtype;
     size_t size = tpu_dtype_size(dtype);
     int64_t differ = 0, first = -1;
+    double scale = largest_magnitude(dtype, m->expected[o], m->elements[o]);
     for (int64_t e = 0; e < m->elements[o]; e++)
-      if (!element_matches(dtype, m->expected[o] + e * size, m->actual[o] + e * size) &&
+      if (!element_matches(dtype, m->expected[o] + e * size, m->actual[o] + e * size, scale) &&
           differ++ == 0)
         first = e;
     if (differ)
@@ -431,10 +451,27 @@ static void count_case(const op_case *c, void *ctx) {
   stats->cases_by_op[c->op]++;
 }
 
+/* FNV-1a of `text` (with its terminating zero) continuing from h. */
+static uint64_t hash_text(uint64_t h, const char *text) {
+  do
+    h = (h ^ (unsigned char)*text) * 0x100000001b3ull;
+  while (*text++);
+  return h;
+}
+
+/* The seed of a case's values: a function of the case itself (its op's name, its description and
+ * compute dtype), not of its place among the tables, so moving cases between tables or adding
+ * some never changes another case's values. */
+static uint64_t case_seed(const op_case *c) {
+  uint64_t h = hash_text(hash_text(0xcbf29ce484222325ull, tpu_op_name(c->op)), c->what);
+  return (h ^ (uint64_t)c->compute) * 0x243f6a8885a308d3ull;
+}
+
 static void run_case(const op_case *c, void *ctx) {
   run_stats *stats = ctx;
   case_memory m;
-  uint64_t seed = 0x243f6a8885a308d3ull * (uint64_t)++stats->cases;
+  stats->cases++;
+  uint64_t seed = case_seed(c);
   if (case_memory_init(c, &m, seed) && run_reference(c, &m)) {
     tpu_op_call *probe = build_call(c, m.initial, NULL);
     bool supported = probe && tpu_op_runnable(probe);

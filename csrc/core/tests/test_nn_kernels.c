@@ -1,6 +1,5 @@
 /* The nn family's kernels: embedding backward (padding, frequency scaling, duplicates summed in
- * order for any thread count), Bernoulli and dropout from the Philox stream, nll_loss and
- * mse_loss forward and backward. */
+ * order for any thread count), nll_loss and mse_loss forward and backward. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -43,60 +42,6 @@ static void test_embedding_backward(void) {
   CHECK_OK(run_call(TPU_OP_EMBEDDING_BACKWARD, t, 2, 1, s, 2));
   free(grad);
   free(idx);
-}
-
-/* Bernoulli(p) of element i is uniform_'s element i compared with p. */
-static void test_bernoulli_matches_uniform(void) {
-  enum { N = 1000 };
-  float u[N];
-  uint8_t b[N];
-  double p[N];
-  tpu_scalar s[4] = {{.f = 0}, {.f = 1}, {.u = 1234}, {.u = 7}};
-  tpu_tensor ut = vec(u, TPU_FLOAT32, N);
-  CHECK_OK(run_call(TPU_OP_UNIFORM, &ut, 0, 1, s, 4));
-  s[0].f = 0.3;
-  tpu_tensor bt = vec(b, TPU_BOOL, N);
-  CHECK_OK(run_call(TPU_OP_BERNOULLI, &bt, 0, 1, s, 4));
-  bool ok = true;
-  for (int i = 0; i < N; i++)
-    ok &= b[i] == ((double)u[i] < 0.3);
-  CHECK(ok);
-  /* a p tensor, element by element; an out-of-range p is an error */
-  for (int i = 0; i < N; i++)
-    p[i] = (double)(i % 10) / 9.0;
-  int64_t out[N];
-  tpu_tensor pt[2] = {vec(p, TPU_FLOAT64, N), vec(out, TPU_INT64, N)};
-  CHECK_OK(run_call(TPU_OP_BERNOULLI, pt, 1, 1, s, 4));
-  ok = true;
-  for (int i = 0; i < N; i++)
-    ok &= out[i] == ((double)u[i] < p[i]);
-  CHECK(ok);
-  p[5] = 1.5;
-  CHECK(run_call(TPU_OP_BERNOULLI, pt, 1, 1, s, 4) == TPU_ERR_RUNTIME);
-}
-
-static void test_dropout(void) {
-  enum { N = 4096 };
-  float x[N], out[N], back[N];
-  uint8_t mask[N];
-  for (int i = 0; i < N; i++)
-    x[i] = (float)i - 100.0f;
-  x[3] = NAN;
-  tpu_scalar s[4] = {{.f = 0.75}, {.f = 1 / 0.75}, {.u = 99}, {.u = 0}};
-  tpu_tensor t[3] = {vec(x, TPU_FLOAT32, N), vec(out, TPU_FLOAT32, N), vec(mask, TPU_BOOL, N)};
-  CHECK_OK(run_call(TPU_OP_DROPOUT, t, 1, 2, s, 4));
-  int kept = 0;
-  bool ok = true;
-  for (int i = 0; i < N; i++) {
-    kept += mask[i];
-    float expect = x[i] * (mask[i] ? 1.0f : 0.0f) * (float)(1 / 0.75);
-    ok &= out[i] == expect || (isnan(out[i]) && isnan(expect));
-  }
-  CHECK(ok);
-  CHECK(kept > N * 0.72 && kept < N * 0.78);
-  tpu_tensor b[3] = {vec(out, TPU_FLOAT32, N), vec(mask, TPU_BOOL, N), vec(back, TPU_FLOAT32, N)};
-  CHECK_OK(run_call(TPU_OP_DROPOUT_BACKWARD, b, 2, 1, s + 1, 1));
-  CHECK(back[10] == out[10] * (mask[10] ? 1.0f : 0.0f) * (float)(1 / 0.75));
 }
 
 static void test_nll_loss(void) {
@@ -151,8 +96,6 @@ static void test_mse_loss(void) {
 int main(void) {
   TEST_MAIN_BEGIN();
   RUN_TEST(test_embedding_backward);
-  RUN_TEST(test_bernoulli_matches_uniform);
-  RUN_TEST(test_dropout);
   RUN_TEST(test_nll_loss);
   RUN_TEST(test_mse_loss);
   TEST_MAIN_END();

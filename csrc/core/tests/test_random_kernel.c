@@ -1,12 +1,13 @@
-/* The UNIFORM, NORMAL and RANDOM kernels: values pinned to the Philox stream, determinism,
- * independence from the output's layout, ranges, and sample moments. */
+/* The random family's kernels: UNIFORM, NORMAL and RANDOM (values pinned to the Philox stream,
+ * determinism, independence from the output's layout, ranges, and sample moments), and BERNOULLI
+ * and DROPOUT drawing from the same stream. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "drivers/host/engine/engine_philox.h"
 #include "tpu_test.h"
-#include "tpu_test_host.h"
+#include "tpu_test_call.h"
 
 static tpu_status rand_op(tpu_op_id op, tpu_tensor out, tpu_scalar a, tpu_scalar b, uint64_t seed,
                           uint64_t offset) {
@@ -230,6 +231,60 @@ static void test_unsigned_and_unsupported_dtypes(void) {
                 SCALAR_U(10), 0, 0) == TPU_ERR_NOT_IMPLEMENTED);
 }
 
+/* Bernoulli(p) of element i is uniform_'s element i compared with p. */
+static void test_bernoulli_matches_uniform(void) {
+  enum { N = 1000 };
+  float u[N];
+  uint8_t b[N];
+  double p[N];
+  tpu_scalar s[4] = {{.f = 0}, {.f = 1}, {.u = 1234}, {.u = 7}};
+  tpu_tensor ut = vec(u, TPU_FLOAT32, N);
+  CHECK_OK(run_call(TPU_OP_UNIFORM, &ut, 0, 1, s, 4));
+  s[0].f = 0.3;
+  tpu_tensor bt = vec(b, TPU_BOOL, N);
+  CHECK_OK(run_call(TPU_OP_BERNOULLI, &bt, 0, 1, s, 4));
+  bool ok = true;
+  for (int i = 0; i < N; i++)
+    ok &= b[i] == ((double)u[i] < 0.3);
+  CHECK(ok);
+  /* a p tensor, element by element; an out-of-range p is an error */
+  for (int i = 0; i < N; i++)
+    p[i] = (double)(i % 10) / 9.0;
+  int64_t out[N];
+  tpu_tensor pt[2] = {vec(p, TPU_FLOAT64, N), vec(out, TPU_INT64, N)};
+  CHECK_OK(run_call(TPU_OP_BERNOULLI, pt, 1, 1, s, 4));
+  ok = true;
+  for (int i = 0; i < N; i++)
+    ok &= out[i] == ((double)u[i] < p[i]);
+  CHECK(ok);
+  p[5] = 1.5;
+  CHECK(run_call(TPU_OP_BERNOULLI, pt, 1, 1, s, 4) == TPU_ERR_RUNTIME);
+}
+
+static void test_dropout(void) {
+  enum { N = 4096 };
+  float x[N], out[N], back[N];
+  uint8_t mask[N];
+  for (int i = 0; i < N; i++)
+    x[i] = (float)i - 100.0f;
+  x[3] = NAN;
+  tpu_scalar s[4] = {{.f = 0.75}, {.f = 1 / 0.75}, {.u = 99}, {.u = 0}};
+  tpu_tensor t[3] = {vec(x, TPU_FLOAT32, N), vec(out, TPU_FLOAT32, N), vec(mask, TPU_BOOL, N)};
+  CHECK_OK(run_call(TPU_OP_DROPOUT, t, 1, 2, s, 4));
+  int kept = 0;
+  bool ok = true;
+  for (int i = 0; i < N; i++) {
+    kept += mask[i];
+    float expect = x[i] * (mask[i] ? 1.0f : 0.0f) * (float)(1 / 0.75);
+    ok &= out[i] == expect || (isnan(out[i]) && isnan(expect));
+  }
+  CHECK(ok);
+  CHECK(kept > N * 0.72 && kept < N * 0.78);
+  tpu_tensor b[3] = {vec(out, TPU_FLOAT32, N), vec(mask, TPU_BOOL, N), vec(back, TPU_FLOAT32, N)};
+  CHECK_OK(run_call(TPU_OP_DROPOUT_BACKWARD, b, 2, 1, s + 1, 1));
+  CHECK(back[10] == out[10] * (mask[10] ? 1.0f : 0.0f) * (float)(1 / 0.75));
+}
+
 int main(void) {
   TEST_MAIN_BEGIN();
   RUN_TEST(test_stream_layout);
@@ -239,5 +294,7 @@ int main(void) {
   RUN_TEST(test_normal_moments);
   RUN_TEST(test_random_ranges);
   RUN_TEST(test_unsigned_and_unsupported_dtypes);
+  RUN_TEST(test_bernoulli_matches_uniform);
+  RUN_TEST(test_dropout);
   TEST_MAIN_END();
 }

@@ -1,4 +1,4 @@
-// Helpers shared by the conv family's bindings (convolution, pooling, RNN cells).
+// Helpers shared by the bindings of the conv and rnn families (convolution, pooling, RNN cells).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -10,7 +10,7 @@
 
 namespace torch_tpu {
 
-// True for the floating dtypes the conv family's kernels compute on.
+// True for the floating dtypes the conv and rnn families' kernels compute on.
 inline bool is_conv_float(c10::ScalarType t) {
   return t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16;
 }

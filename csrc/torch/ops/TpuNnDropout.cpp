@@ -1,6 +1,6 @@
 // embedding_dense_backward, bernoulli_ and native_dropout with its backward. Random values come
 // from the tpu generator's Philox (seed, offset) and each element's logical index, so the same
-// seed gives the same mask in every eager mode (nn_dropout.c).
+// seed gives the same mask in every eager mode (kernels/random/random_dropout.c).
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/DistributionTemplates.h>
 #include <ATen/ops/empty.h>

@@ -1,5 +1,5 @@
 // On a PrivateUse1 device ATen's LSTM and GRU run their cells through the fused cell ops (CUDA's
-// path): here they run on the conv family's kernels (LSTM_CELL, GRU_CELL and their backward), with
+// path): here they run on the rnn family's kernels (LSTM_CELL, GRU_CELL and their backward), with
 // CUDA's workspace layouts, which the backward ops (and autograd's formulas) expect. Outputs are
 // contiguous, as on CUDA.
 #include <ATen/ops/empty.h>

@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 #include "drivers/pjrt/tpu_pjrt_hlo.h"
-#include "drivers/pjrt/tpu_pjrt_lower_ew.h"
+#include "drivers/pjrt/tpu_pjrt_lower_elementwise.h"
 #include "ops/tpu_op.h"
 
 /* Operands and outputs one family call may have. */
@@ -37,12 +37,12 @@ typedef struct tpu_pjrt_family {
 extern const tpu_pjrt_family tpu_pjrt_index_family;     /* tpu_pjrt_lower_index.c */
 extern const tpu_pjrt_family tpu_pjrt_norm_family;      /* tpu_pjrt_lower_norm.c */
 extern const tpu_pjrt_family tpu_pjrt_nn_family;        /* tpu_pjrt_lower_nn.c */
-extern const tpu_pjrt_family tpu_pjrt_loss_family;      /* tpu_pjrt_lower_loss.c */
+extern const tpu_pjrt_family tpu_pjrt_loss_family;      /* tpu_pjrt_lower_nn_loss.c */
 extern const tpu_pjrt_family tpu_pjrt_attention_family; /* tpu_pjrt_lower_attention.c */
 extern const tpu_pjrt_family tpu_pjrt_random_family;    /* tpu_pjrt_lower_random.c */
 extern const tpu_pjrt_family tpu_pjrt_rnn_family;       /* tpu_pjrt_lower_rnn.c */
 extern const tpu_pjrt_family tpu_pjrt_conv_family;      /* tpu_pjrt_lower_conv.c */
-extern const tpu_pjrt_family tpu_pjrt_batch_norm_family; /* tpu_pjrt_lower_batch_norm.c */
+extern const tpu_pjrt_family tpu_pjrt_batch_norm_family; /* tpu_pjrt_lower_norm_batch.c */
 
 /* The family whose emitter lowers `call`, or NULL. */
 const tpu_pjrt_family *tpu_pjrt_family_of(const tpu_op_call *call);

@@ -4,11 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "drivers/pjrt/tpu_pjrt_lower_ew.h"
 #include "drivers/pjrt/tpu_pjrt_family.h"
+#include "drivers/pjrt/tpu_pjrt_lower_elementwise.h"
 #include "drivers/pjrt/tpu_pjrt_lower_matmul.h"
-#include "drivers/pjrt/tpu_pjrt_storage.h"
 #include "drivers/pjrt/tpu_pjrt_lower_reduce.h"
+#include "drivers/pjrt/tpu_pjrt_storage.h"
 #include "drivers/pjrt/tpu_pjrt_view.h"
 
 /* The state of one lowering: the module and which argument holds what. */

@@ -1,4 +1,4 @@
-/* Index ops in StableHLO: INDEX_SELECT (ops/tpu_ops_base.h) of a self of rank >= 1 as a gather,
+/* Index ops in StableHLO: INDEX_SELECT (ops/tpu_ops_index.h) of a self of rank >= 1 as a gather,
  * with its bounds check as a flag the driver reads back. */
 #include <stdio.h>
 

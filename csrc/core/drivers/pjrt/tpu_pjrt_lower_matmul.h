@@ -5,7 +5,7 @@
 
 #include <stdbool.h>
 
-#include "drivers/pjrt/tpu_pjrt_lower_ew.h"
+#include "drivers/pjrt/tpu_pjrt_lower_elementwise.h"
 
 /* Whether the call has a lowering: the family's ops on floating dtypes without conjugation. */
 bool tpu_pjrt_matmul_supports(const tpu_op_call *call);

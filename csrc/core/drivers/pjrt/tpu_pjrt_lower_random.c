@@ -1,8 +1,8 @@
-/* Random ops in StableHLO: UNIFORM (ops/tpu_ops_base.h), BERNOULLI with a scalar p, DROPOUT and
- * DROPOUT_BACKWARD (ops/tpu_ops_nn.h). The module computes the stream's Philox4x32-10 words
- * itself from the seed and offset, which are runtime arguments (a new offset never recompiles),
- * with the counters and rounding of the host driver's kernels, so both drivers draw the same
- * values bit for bit. NORMAL stays with the host's kernel: its logarithm and cosine are libm's. */
+/* Random ops (ops/tpu_ops_random.h) in StableHLO: UNIFORM, BERNOULLI with a scalar p, DROPOUT and
+ * DROPOUT_BACKWARD. The module computes the stream's Philox4x32-10 words itself from the seed and
+ * offset, which are runtime arguments (a new offset never recompiles), with the counters and
+ * rounding of the host driver's kernels, so both drivers draw the same values bit for bit. NORMAL
+ * stays with the host's kernel: its logarithm and cosine are libm's. */
 #include <string.h>
 
 #include "drivers/pjrt/tpu_pjrt_family.h"

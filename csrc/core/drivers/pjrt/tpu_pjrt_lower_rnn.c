@@ -1,4 +1,4 @@
-/* The fused LSTM and GRU cells and their backward (ops/tpu_ops_conv.h) in StableHLO. As the
+/* The fused LSTM and GRU cells and their backward (ops/tpu_ops_rnn.h) in StableHLO. As the
  * host's kernels do, every element computes in float64 and rounds once into its output; a bias
  * gradient is the column sum, in float64, of the gate gradients rounded to the dtype. */
 #include "drivers/pjrt/tpu_pjrt_family.h"

@@ -48,7 +48,7 @@ static inline double tpu_philox_uniform_f64(uint32_t lo, uint32_t hi) {
   return (double)bits * 0x1p-53;
 }
 
-/* One op call's random stream (ops/tpu_ops_base.h): Philox keyed by the seed, with the offset in
+/* One op call's random stream (ops/tpu_ops_random.h): Philox keyed by the seed, with the offset in
  * the high half of every counter. */
 typedef struct tpu_philox_stream {
   uint32_t key[2], offset[2];

@@ -13,11 +13,15 @@ typedef tpu_status (*tpu_kernel_fn)(const tpu_op_call *call);
 
 #define TPU_HOST_KERNELS_BASE(X)                                                                   \
   X(COPY, tpu_kernel_copy)                                                                         \
-  X(FILL, tpu_kernel_fill)                                                                         \
-  X(INDEX_SELECT, tpu_kernel_index_select)                                                         \
+  X(FILL, tpu_kernel_fill)
+
+#define TPU_HOST_KERNELS_RANDOM(X)                                                                 \
   X(UNIFORM, tpu_kernel_uniform)                                                                   \
   X(NORMAL, tpu_kernel_normal)                                                                     \
-  X(RANDOM, tpu_kernel_random)
+  X(RANDOM, tpu_kernel_random)                                                                     \
+  X(BERNOULLI, tpu_kernel_bernoulli)                                                               \
+  X(DROPOUT, tpu_kernel_dropout)                                                                   \
+  X(DROPOUT_BACKWARD, tpu_kernel_dropout_backward)
 
 #define TPU_HOST_KERNELS_ELEMENTWISE(X)                                                            \
   X(ADD, tpu_kernel_add)                                                                           \
@@ -160,9 +164,6 @@ typedef tpu_status (*tpu_kernel_fn)(const tpu_op_call *call);
 
 #define TPU_HOST_KERNELS_NN(X)                                                                     \
   X(EMBEDDING_BACKWARD, tpu_kernel_embedding_backward)                                             \
-  X(BERNOULLI, tpu_kernel_bernoulli)                                                               \
-  X(DROPOUT, tpu_kernel_dropout)                                                                   \
-  X(DROPOUT_BACKWARD, tpu_kernel_dropout_backward)                                                 \
   X(NLL_LOSS, tpu_kernel_nll_loss)                                                                 \
   X(NLL_LOSS_BACKWARD, tpu_kernel_nll_loss_backward)                                               \
   X(MSE_LOSS, tpu_kernel_mse_loss)                                                                 \
@@ -174,7 +175,9 @@ typedef tpu_status (*tpu_kernel_fn)(const tpu_op_call *call);
   X(CONV_BACKWARD_WEIGHT, tpu_kernel_conv_backward_weight)                                         \
   X(CONV_BACKWARD_BIAS, tpu_kernel_conv_backward_bias)                                             \
   X(POOL, tpu_kernel_pool)                                                                         \
-  X(POOL_BACKWARD, tpu_kernel_pool_backward)                                                       \
+  X(POOL_BACKWARD, tpu_kernel_pool_backward)
+
+#define TPU_HOST_KERNELS_RNN(X)                                                                    \
   X(LSTM_CELL, tpu_kernel_lstm_cell)                                                               \
   X(LSTM_CELL_BACKWARD, tpu_kernel_lstm_cell_backward)                                             \
   X(GRU_CELL, tpu_kernel_gru_cell)                                                                 \
@@ -185,6 +188,7 @@ typedef tpu_status (*tpu_kernel_fn)(const tpu_op_call *call);
   X(SDPA_BACKWARD, tpu_kernel_sdpa_backward)
 
 #define TPU_HOST_KERNELS_INDEX(X)                                                                  \
+  X(INDEX_SELECT, tpu_kernel_index_select)                                                         \
   X(GATHER, tpu_kernel_gather)                                                                     \
   X(SCATTER, tpu_kernel_scatter)                                                                   \
   X(INDEX_ADD, tpu_kernel_scatter)                                                                 \
@@ -207,12 +211,14 @@ typedef tpu_status (*tpu_kernel_fn)(const tpu_op_call *call);
 
 #define TPU_HOST_KERNELS(X)                                                                        \
   TPU_HOST_KERNELS_BASE(X)                                                                         \
+  TPU_HOST_KERNELS_RANDOM(X)                                                                       \
   TPU_HOST_KERNELS_ELEMENTWISE(X)                                                                  \
   TPU_HOST_KERNELS_REDUCE(X)                                                                       \
   TPU_HOST_KERNELS_MATMUL(X)                                                                       \
   TPU_HOST_KERNELS_NORM(X)                                                                         \
   TPU_HOST_KERNELS_NN(X)                                                                           \
   TPU_HOST_KERNELS_CONV(X)                                                                         \
+  TPU_HOST_KERNELS_RNN(X)                                                                          \
   TPU_HOST_KERNELS_ATTENTION(X)                                                                    \
   TPU_HOST_KERNELS_INDEX(X)                                                                        \
   TPU_HOST_KERNELS_OPTIM(X)

@@ -1,6 +1,7 @@
-/* Helpers shared by the index and nn families' host kernels: reading index values, the
- * accumulating element loops that scatter-style kernels apply along runs, splitting a scatter's
- * work over the pool, and finding the first index out of range for an error message. */
+/* Helpers shared by the host kernels of the index family and others (nn, conv, rnn, random):
+ * reading index values, the accumulating element loops that scatter-style kernels apply along runs,
+ * splitting a scatter's work over the pool, and finding the first index out of range for an error
+ * message. */
 #ifndef TPU_HOST_KERNELS_INDEX_UTIL_H
 #define TPU_HOST_KERNELS_INDEX_UTIL_H
 

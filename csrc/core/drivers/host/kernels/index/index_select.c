@@ -1,4 +1,4 @@
-/* The INDEX_SELECT kernel (contract in ops/tpu_ops_base.h). One iterator walks the output; self
+/* The INDEX_SELECT kernel (contract in ops/tpu_ops_index.h). One iterator walks the output; self
  * enters it with stride 0 along the selected dimension and the index with stride 0 along every
  * other one, so the inner loop gathers out[i] = self[i] displaced by index[i] slices: memcpy-speed
  * for whole slices (embedding rows), and any layout works. */

@@ -1,9 +1,8 @@
-/* The fused LSTM and GRU cells, forward and backward (contract in ops/tpu_ops_conv.h). Each
+/* The fused LSTM and GRU cells, forward and backward (contract in ops/tpu_ops_rnn.h). Each
  * element computes in double and rounds once into its output; a bias gradient is summed in double
  * per column in row order. */
 #include <math.h>
 
-#include "drivers/host/kernels/conv/conv.h"
 #include "drivers/host/kernels/index/index_util.h"
 #include "drivers/host/kernels/kernels.h"
 #include "drivers/host/engine/engine_pool.h"

@@ -1,4 +1,4 @@
-#include "drivers/pjrt/tpu_pjrt_lower_ew.h"
+#include "drivers/pjrt/tpu_pjrt_lower_elementwise.h"
 
 #include <stdio.h>
 

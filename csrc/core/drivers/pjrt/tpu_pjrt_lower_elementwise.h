@@ -1,7 +1,7 @@
 /* The elementwise family (ops/tpu_ops_elementwise.h) in StableHLO: the math of one op on inputs
  * already broadcast to the output's shape. */
-#ifndef TPU_PJRT_LOWER_EW_H
-#define TPU_PJRT_LOWER_EW_H
+#ifndef TPU_PJRT_LOWER_ELEMENTWISE_H
+#define TPU_PJRT_LOWER_ELEMENTWISE_H
 
 #include <stdbool.h>
 

@@ -1,5 +1,5 @@
-/* The BERNOULLI, DROPOUT and DROPOUT_BACKWARD kernels (contract in ops/tpu_ops_nn.h), on the
- * Philox stream that base_random.c also draws from. One iterator walks the output in logical
+/* The BERNOULLI, DROPOUT and DROPOUT_BACKWARD kernels (contract in ops/tpu_ops_random.h), on the
+ * Philox stream that random.c also draws from. One iterator walks the output in logical
  * order, so each run computes its elements' words from their logical indices. */
 #include <math.h>
 #include <stdatomic.h>

@@ -1,4 +1,4 @@
-/* The random fills UNIFORM, NORMAL and RANDOM (contract and stream in ops/tpu_ops_base.h). One
+/* The random fills UNIFORM, NORMAL and RANDOM (contract and stream in ops/tpu_ops_random.h). One
  * iterator walks the output in logical order, split over the pool; each run computes its
  * elements' words from their logical indices in chunks, so one Philox call serves 4 elements of
  * one word each, or 2 of two words, and no chunking or thread count changes a value. NORMAL makes
