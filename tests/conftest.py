@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import random
 import sys
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +16,60 @@ import torch
 sys.path.append(str(Path(__file__).resolve().parent.parent))
 
 EAGER_MODES = ["strict", "debug", "fused"]
+
+# The base seed of every test's random inputs (see seed_random_inputs). Not TORCH_TPU_*: that
+# prefix names the package's own settings, which tests/test_env_registry.py holds to the registry.
+SEED_VARIABLE = "TPU_TEST_SEED"
+
+
+def base_seed() -> int:
+    text = os.environ.get(SEED_VARIABLE, "0")
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise pytest.UsageError(f"{SEED_VARIABLE}={text!r} is not an integer") from None
+
+
+def seed_for(nodeid: str) -> int:
+    """The seed a test's random inputs are drawn from: the base seed and the test's node id."""
+    return zlib.crc32(f"{base_seed()}:{nodeid}".encode())
+
+
+def pytest_report_header() -> str:
+    return f"{SEED_VARIABLE}={base_seed()} (each test seeds its random inputs from it)"
+
+
+@pytest.fixture(autouse=True)
+def seed_random_inputs(request: pytest.FixtureRequest) -> int:
+    """Seeds Python's ``random``, NumPy's global generator and torch's before every test.
+
+    The seed is ``zlib.crc32("<base>:<node id>")``, where the base is the environment variable
+    ``TPU_TEST_SEED`` (an integer, default 0) and the node id is the test's, e.g.
+    ``tests/test_ops_nn.py::test_nll_loss[strict-False-mean]``: each test draws the same inputs
+    every run, on every machine and in any order (with or without xdist), whichever tests ran
+    before it. Run the suite under other base seeds (``TPU_TEST_SEED=1 make pytest``) to draw
+    other inputs; a test that fails under one of them is flaky. A failing test's report names
+    its seed, and rerunning the test alone with the same ``TPU_TEST_SEED`` draws the same inputs.
+
+    ``torch.manual_seed`` seeds the CPU generator and, through torch_tpu's
+    ``torch.tpu.manual_seed_all`` (PyTorch's PrivateUse1 hook), every tpu chip's default
+    generator. Tests that seed explicitly (``torch.manual_seed(n)``, ``torch.Generator()``) keep
+    their own seeds; snippets run in a fresh interpreter (tests/_subprocess_helpers.py) seed
+    themselves.
+    """
+    seed = seed_for(request.node.nodeid)
+    random.seed(seed)
+    try:
+        import numpy
+    except ImportError:
+        pass
+    else:
+        numpy.random.seed(seed)
+    torch.manual_seed(seed)
+    request.node.add_report_section(
+        "setup", "seed", f"{SEED_VARIABLE}={base_seed()}: this test's inputs drawn from seed {seed}"
+    )
+    return seed
 
 
 @pytest.fixture(params=EAGER_MODES)

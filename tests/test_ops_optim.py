@@ -57,16 +57,22 @@ def run_steps(
 @pytest.mark.parametrize("name", sorted(OPTIMIZERS))
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=str)
 def test_fused_step_matches_cpu(eager_mode: str, name: str, dtype: torch.dtype) -> None:
+    steps = 4
     torch.tpu.reset_op_stats()
-    tpu_params, tpu_states = run_steps("tpu", name, dtype)
+    tpu_params, tpu_states = run_steps("tpu", name, dtype, steps)
     fallbacks = {k for k in torch.tpu.fallback_stats() if "_fused_" in k}
     assert not fallbacks, fallbacks
     assert torch.tpu.op_stats()["native"].get("fused_adam" if "adam" in name else "fused_sgd")
-    cpu_params, cpu_states = run_steps("cpu", name, dtype, fused=False)
-    tol = {"rtol": 2e-2, "atol": 2e-2} if dtype == torch.bfloat16 else {"rtol": 1e-5, "atol": 1e-6}
+    cpu_params, cpu_states = run_steps("cpu", name, dtype, steps, fused=False)
+    rtol, atol = (2e-2, 2e-2) if dtype == torch.bfloat16 else (1e-5, 1e-6)
     for got, want in zip(tpu_params + tpu_states, cpu_params + cpu_states, strict=True):
         assert got.dtype == want.dtype and got.shape == want.shape
-        torch.testing.assert_close(got, want, **tol)
+        # The fused step rounds each stored value once; CPU's per-tensor step rounds every op
+        # (momentum * buf, then + grad) to the dtype, at the magnitude of the largest terms: a
+        # momentum buffer of ~10 that cancels to ~0 differs by half an ulp of 10 (0.03 in
+        # bfloat16). Allow one rounding per step of the tensor's largest element.
+        step_roundings = steps * torch.finfo(dtype).eps * float(want.abs().max())
+        torch.testing.assert_close(got, want, rtol=rtol, atol=max(atol, step_roundings))
 
 
 def test_fused_adam_trains_a_model_like_cpu() -> None:
