@@ -21,16 +21,6 @@ static bool driver_supports(const tpu_driver_i *d, const tpu_op_call *call) {
   return !d->supports_op || d->supports_op(call);
 }
 
-bool tpu_op_runnable(const tpu_op_call *call) {
-  const tpu_driver_i *d = tpu_driver();
-  if (!d)
-    return false;
-  if (driver_supports(d, call))
-    return true;
-  const tpu_driver_i *host = fallback_driver(d);
-  return host && driver_supports(host, call);
-}
-
 /* A uint8 view of all of a buffer's bytes, on the device (buf) or the host (staging). */
 static tpu_tensor bytes_view(tpu_buffer *buf, void *host) {
   tpu_tensor t = {.buf = buf, .host = host, .dtype = TPU_UINT8, .ndim = 1};

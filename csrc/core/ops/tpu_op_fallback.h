@@ -6,12 +6,7 @@
 #ifndef TPU_OP_FALLBACK_H
 #define TPU_OP_FALLBACK_H
 
-#include <stdbool.h>
-
 #include "ops/tpu_op.h"
-
-/* Whether `call` can run: on the driver, or through the fallback. */
-bool tpu_op_runnable(const tpu_op_call *call);
 
 /* Decides once, at submission, who runs `call`: the driver, or the fallback (call->host_fallback).
  * TPU_ERR_NOT_IMPLEMENTED, naming the op and its dtype, when neither can. */

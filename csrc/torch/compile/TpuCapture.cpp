@@ -26,25 +26,7 @@ CaptureLog::~CaptureLog() {
 
 namespace {
 
-// The core tells of every submission (exec/tpu_submit.h): a launch is noted, a host read spoils
-// the capture.
-void observe_submission(tpu_stream* stream, const tpu_op_call* call, bool sync) {
-  if (sync) {
-    capture_unusable("a host read");
-  } else {
-    capture_launch(stream, call);
-  }
-}
-
-} // namespace
-
-CaptureLog* set_active_capture(CaptureLog* log) {
-  tpu_submit_set_observer(observe_submission);
-  CaptureLog* before = active;
-  active = log;
-  return before;
-}
-
+// Notes an op call about to be launched on `stream` (before the core takes it over).
 void capture_launch(tpu_stream* stream, const tpu_op_call* call) noexcept {
   CaptureLog* log = active;
   if (!log || log->unusable) {
@@ -74,6 +56,25 @@ void capture_launch(tpu_stream* stream, const tpu_op_call* call) noexcept {
     tpu_op_call_free(copy);
   }
   mark_unusable(log, "out of host memory");
+}
+
+// The core tells of every submission (exec/tpu_submit.h): a launch is noted, a host read spoils
+// the capture.
+void observe_submission(tpu_stream* stream, const tpu_op_call* call, bool sync) {
+  if (sync) {
+    capture_unusable("a host read");
+  } else {
+    capture_launch(stream, call);
+  }
+}
+
+} // namespace
+
+CaptureLog* set_active_capture(CaptureLog* log) {
+  tpu_submit_set_observer(observe_submission);
+  CaptureLog* before = active;
+  active = log;
+  return before;
 }
 
 void capture_allocation(tpu_buffer* buffer) noexcept {

@@ -33,10 +33,8 @@ struct CaptureLog {
 // Makes `log` the calling thread's active capture (nullptr: none); returns the one before.
 CaptureLog* set_active_capture(CaptureLog* log);
 
-// Hooks for the runtime, each a no-op without an active capture. An op call about to be launched
-// on `stream` (before the launch takes it over):
-void capture_launch(tpu_stream* stream, const tpu_op_call* call) noexcept;
-// A storage's new buffer:
+// Hooks for the runtime, each a no-op without an active capture (launches reach the capture through
+// the core's submission observer). A storage's new buffer:
 void capture_allocation(tpu_buffer* buffer) noexcept;
 // Philox arguments drawn for the op call about to be launched, from the chip's default generator
 // when `default_generator` (the only one a replay can draw from again):

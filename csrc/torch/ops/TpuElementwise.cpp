@@ -60,9 +60,7 @@ void set_param(tpu_op_call* call, int slot, const Param& p, at::ScalarType compu
 // Raises what a kernel that does not exist for the call's dtypes raises (NotImplementedError),
 // when no driver can run it.
 void refuse_unless_runnable(tpu_op_call* call) {
-  if (!tpu_op_runnable(call)) {
-    throw_status(tpu_op_route(call));
-  }
+  check(tpu_op_route(call));
 }
 
 // Stores the parameters in the call's scalar slots from 0 on and launches the call; an op without
