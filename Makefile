@@ -47,8 +47,9 @@ demo: setup
 	$(PY) examples/train_gpt.py
 	$(VENV)/bin/torchrun --nproc-per-node=2 examples/ddp.py
 
-# The installed CPU plugin (found when the recipe runs, after setup): the plain C tests run the PJRT
-# driver's tests on it; the sanitized builds skip them (the plugin is not instrumented).
+# The installed CPU plugin (found when the recipe runs, after setup): the plain and ASan/UBSan C
+# tests run the PJRT driver's tests on it (the plugin's own allocations are not ours to check:
+# csrc/core/tests/lsan.supp); the TSan build skips them (the plugin is not instrumented).
 PJRT_PLUGIN_LIB = $(shell ls $(CURDIR)/$(VENV)/lib/python*/site-packages/lammps_jax_pjrt_cpu/*.so 2>/dev/null | head -1)
 
 core-tests: $(DEPS_STAMP)
@@ -61,6 +62,8 @@ core-tests-sanitized: $(DEPS_STAMP)
 	cmake -S . -B build/core-sanitized -G Ninja -DTPU_BUILD_EXTENSION=OFF -DTPU_WERROR=ON \
 		-DTPU_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	cmake --build build/core-sanitized -j $(JOBS)
+	$(if $(PJRT_PLUGIN_LIB),TORCH_TPU_PJRT_PLUGIN=$(PJRT_PLUGIN_LIB)) \
+	LSAN_OPTIONS=suppressions=$(CURDIR)/csrc/core/tests/lsan.supp \
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		ctest --test-dir build/core-sanitized --output-on-failure
 

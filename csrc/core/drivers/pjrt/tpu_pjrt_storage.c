@@ -40,7 +40,8 @@ static size_t drop_overlapping(const tpu_pjrt_client *client, uintptr_t lo, uint
     tpu_pjrt_buffer_destroy(client, records[end].buffer);
     end++;
   }
-  memmove(records + first, records + end, (n_records - end) * sizeof *records);
+  if (end > first) /* records is NULL until the first insert */
+    memmove(records + first, records + end, (n_records - end) * sizeof *records);
   n_records -= end - first;
   return first;
 }
