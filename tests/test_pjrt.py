@@ -3,6 +3,7 @@ with TORCH_TPU_DRIVER=pjrt); the missing-plugin cases run under any driver, in s
 
 from __future__ import annotations
 
+import ast
 import io
 import os
 import subprocess
@@ -254,3 +255,64 @@ def test_bench_models_run_with_no_driver_fallback(model: str) -> None:
         runner.run(0)
         runner.value()
     assert torch.tpu.op_stats()["driver_fallback"] == {}
+
+
+TRAIN_SCRIPT = """
+import torch, torch_tpu
+
+def train(device: str, steps: int, reset_after: int) -> list[float]:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.LayerNorm(32), torch.nn.Linear(32, 4)
+    ).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=0.01)
+    x, y = torch.randn(8, 16).to(device), torch.randint(0, 4, (8,)).to(device)
+    losses = []
+    for step in range(steps):
+        if device == "tpu" and step == reset_after:
+            torch.tpu.synchronize()
+            torch.tpu.reset_compile_cache_stats()
+        for group in opt.param_groups:  # a new learning rate each step, as a scheduler sets it
+            group["lr"] = 0.01 / (step + 1)
+        loss = torch.nn.functional.cross_entropy(model(x * (1 + step / 10)), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+"""
+
+
+def train_on_pjrt(steps: int, reset_after: int) -> tuple[list[float], list[float]]:
+    scope: dict = {}
+    exec(TRAIN_SCRIPT, scope)
+    return scope["train"]("tpu", steps, reset_after), scope["train"]("cpu", steps, reset_after)
+
+
+@pjrt_only
+def test_a_structure_lowers_once_and_later_runs_bind_only(eager_mode: str) -> None:
+    # Three steps compile every structure; the last three find each run's module without
+    # lowering it, though the learning rate, the input scale and AdamW's step change each step.
+    tpu, cpu = train_on_pjrt(6, reset_after=3)
+    # XLA sums in its own order: six steps stay within ~100 float32 ulps of the loss.
+    torch.testing.assert_close(tpu, cpu, rtol=1e-5, atol=1e-6)
+    stats = torch.tpu.compile_cache_stats()
+    assert stats["modules_lowered"] == 0 and stats["modules_unkeyed"] == 0
+    assert stats["modules_reused"] >= stats["executable_runs"] > 0
+
+
+@pjrt_only
+@pytest.mark.parametrize("mode", ["strict", "fused"])
+def test_verification_finds_kept_modules_equal_to_fresh_ones(mode: str) -> None:
+    code = (
+        TRAIN_SCRIPT
+        + f"torch.tpu.set_eager_mode('{mode}')\n"
+        + "print(train('tpu', 4, reset_after=2))\n"
+        + "print(torch.tpu.compile_cache_stats()['modules_reused'])\n"
+        + "print(train('cpu', 4, reset_after=2))\n"
+    )
+    done = run_python(code, TORCH_TPU_PJRT_VERIFY_PROGRAMS="1")
+    assert done.returncode == 0, done.stderr
+    tpu, reused, cpu = done.stdout.splitlines()
+    assert int(reused) > 0  # each of those runs was lowered again and compared
+    torch.testing.assert_close(ast.literal_eval(tpu), ast.literal_eval(cpu), rtol=1e-5, atol=1e-6)

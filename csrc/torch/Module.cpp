@@ -126,6 +126,9 @@ py::dict compile_cache_stats() {
     stats["executable_load_us"] = e.load_us;
     stats["executable_runs"] = e.runs;
     stats["executable_run_us"] = e.run_us;
+    stats["modules_lowered"] = e.lowerings;
+    stats["modules_reused"] = e.program_hits;
+    stats["modules_unkeyed"] = e.unkeyed;
   }
   return stats;
 }

@@ -68,6 +68,11 @@ static const tpu_env_var registry[] = {
      TPU_ENV_EXPERIMENTAL},
     {"TORCH_TPU_DISK_CACHE", "1", "0 keeps compiled executables in memory only (no disk cache).",
      TPU_ENV_STABLE},
+    {"TORCH_TPU_PJRT_VERIFY_PROGRAMS", "0",
+     "1 makes the PJRT driver lower every run again that it found compiled by structure, and "
+     "fail it with a RuntimeError when the fresh module differs: a check for tests, as slow as "
+     "lowering every run.",
+     TPU_ENV_TESTING},
 };
 
 const tpu_env_var *tpu_env_list(size_t *count) {

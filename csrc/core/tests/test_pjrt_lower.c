@@ -336,7 +336,9 @@ static void test_runs_drop_and_fit(void) {
   CHECK(p && p->n_results == 2);
   tpu_pjrt_program_free(p);
   CHECK_OK(tpu_pjrt_lower(run, 2, &bufs[1], 1, &p));
-  CHECK(p && p->n_results == 1 && p->results[0].storage == bufs[2]);
+  /* The result goes to the second call's output, bufs[2]. */
+  CHECK(p && p->n_results == 1 && p->results[0].source == TPU_PJRT_STORAGE &&
+        calls[p->results[0].call]->tensors[p->results[0].index].buf == bufs[2]);
   tpu_pjrt_program_free(p);
   bool fits = false;
   CHECK_OK(tpu_pjrt_run_fits(run, TPU_PJRT_MAX_RUN, &fits));
@@ -361,16 +363,20 @@ static void test_runs_drop_and_fit(void) {
   CHECK_OK(tpu_pjrt_run_fits((const tpu_op_call *const *)norms, 2, &fits));
   CHECK(fits);
   uint8_t flag = 0;
-  tpu_tensor flag_view = {.dtype = TPU_UINT8, .host = &flag};
-  CHECK(tpu_pjrt_nonfinite_lowers(&calls[0]->tensors[0]));
-  CHECK_OK(tpu_pjrt_lower_nonfinite(&calls[0]->tensors[0], &flag_view, &p));
-  CHECK(p && p->n_results == 1 && p->results[0].host == &flag_view);
+  tpu_op_call *scan = tpu_op_call_new(TPU_OP_COPY, 1, 1);
+  scan->tensors[0] = calls[0]->tensors[0];
+  scan->tensors[1] = (tpu_tensor){.dtype = TPU_UINT8, .host = &flag};
+  CHECK(tpu_pjrt_nonfinite_lowers(&scan->tensors[0]));
+  CHECK_OK(tpu_pjrt_lower_nonfinite(scan, &p));
+  CHECK(p && p->n_results == 1 && p->results[0].source == TPU_PJRT_HOST &&
+        p->results[0].call == 0 && p->results[0].index == 1);
   CHECK(p && strstr(p->text, "stablehlo.is_finite") && strstr(p->text, "-> tensor<1x8xi1>"));
   if (client && p) {
     const tpu_pjrt_executable *exe;
     CHECK_OK(tpu_pjrt_cache_get(client, p->text, p->len, &exe));
   }
   tpu_pjrt_program_free(p);
+  tpu_op_call_free(scan);
   for (int i = 0; i < TPU_PJRT_MAX_RUN; i++)
     tpu_op_call_free(norms[i]);
   for (int i = 0; i < N; i++) {

@@ -1,7 +1,8 @@
 /* The executables of the PJRT driver, made once per module text (the text holds every shape,
  * dtype, view and attribute the module depends on, and no runtime scalar) and kept for the
  * process: loaded from the disk cache (tpu_pjrt_disk_cache.h), else compiled and written there.
- * Thread-safe. */
+ * Runs reach it only when their structure is new (tpu_pjrt_programs.h), so structures that lower
+ * to one text share one executable. Thread-safe. */
 #ifndef TPU_PJRT_CACHE_H
 #define TPU_PJRT_CACHE_H
 

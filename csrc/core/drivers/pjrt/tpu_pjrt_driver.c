@@ -14,6 +14,7 @@
 #include "drivers/pjrt/tpu_pjrt_error.h"
 #include "drivers/pjrt/tpu_pjrt_lower.h"
 #include "drivers/pjrt/tpu_pjrt_plugin.h"
+#include "drivers/pjrt/tpu_pjrt_programs.h"
 #include "drivers/pjrt/tpu_pjrt_storage.h"
 #include "drivers/pjrt/tpu_pjrt_view.h"
 #include "device/tpu_stream.h"
@@ -152,30 +153,35 @@ static size_t dense_bytes(const tpu_tensor *t) {
   return n;
 }
 
-/* The argument buffers of a program; owned[i] marks the uploaded ones the run destroys. */
-static tpu_status bind_args(const tpu_pjrt_program *p, PJRT_Buffer **bufs, bool *owned) {
+/* The argument buffers of program p for calls; owned[i] marks the uploaded ones the run
+ * destroys. */
+static tpu_status bind_args(const tpu_pjrt_program *p, const tpu_op_call *const *calls,
+                            PJRT_Buffer **bufs, bool *owned) {
   for (int i = 0; i < p->n_args; i++) {
-    const tpu_pjrt_arg *a = &p->args[i];
-    owned[i] = !a->storage;
+    const tpu_pjrt_slot *a = &p->args[i];
+    owned[i] = a->source != TPU_PJRT_STORAGE;
     tpu_status st;
-    if (a->storage) {
+    if (a->source == TPU_PJRT_STORAGE) {
+      const tpu_buffer *storage = calls[a->call]->tensors[a->index].buf;
       tpu_dtype elem;
-      st = tpu_pjrt_storage_get(client, 0, tpu_buffer_memory(a->storage),
-                                tpu_buffer_nbytes(a->storage), &bufs[i], &elem);
+      st = tpu_pjrt_storage_get(client, 0, tpu_buffer_memory(storage), tpu_buffer_nbytes(storage),
+                                &bufs[i], &elem);
       /* Only another stream writing the storage between lowering and now could change it. */
       if (st == TPU_OK && elem != a->dtype)
         st = tpu_error(TPU_ERR_RUNTIME, "a storage changed type while a PJRT module ran on it "
                        "(written from two streams without synchronization)");
-    } else if (a->scalar) {
-      st = tpu_pjrt_buffer_from_host(client, 0, a->dtype, NULL, 0, a->scalar, &bufs[i]);
+    } else if (a->source == TPU_PJRT_SCALAR) {
+      st = tpu_pjrt_buffer_from_host(client, 0, a->dtype, NULL, 0,
+                                     &calls[a->call]->scalars[a->index], &bufs[i]);
     } else {
-      size_t bytes = dense_bytes(a->host);
+      const tpu_tensor *host = &calls[a->call]->tensors[a->index];
+      size_t bytes = dense_bytes(host);
       void *dense = malloc(bytes ? bytes : 1);
       if (!dense)
         return tpu_error(TPU_ERR_OUT_OF_MEMORY, "out of host memory for %zu bytes", bytes);
-      host_move(a->host, dense, true);
-      st = tpu_pjrt_buffer_from_host(client, 0, a->dtype, a->host->sizes,
-                                     (size_t)a->host->ndim, dense, &bufs[i]);
+      host_move(host, dense, true);
+      st = tpu_pjrt_buffer_from_host(client, 0, a->dtype, host->sizes, (size_t)host->ndim, dense,
+                                     &bufs[i]);
       free(dense);
     }
     if (st != TPU_OK)
@@ -191,14 +197,14 @@ static tpu_status failed_check(const tpu_pjrt_program *p, PJRT_Buffer **outs, co
   *why = NULL;
   for (int i = 0; i < p->n_results && !*why; i++) {
     uint8_t flag = 0;
-    if (!p->results[i].check)
+    if (p->results[i].source != TPU_PJRT_CHECK)
       continue;
     tpu_status st = tpu_pjrt_buffer_to_host(client, outs[i], &flag, 1);
     if (st != TPU_OK)
       return st;
     if (flag) {
-      *why = p->messages[p->results[i].check - 1];
-      *call = p->message_call[p->results[i].check - 1];
+      *why = p->messages[p->results[i].index];
+      *call = p->message_call[p->results[i].index];
     }
   }
   return TPU_OK;
@@ -206,7 +212,8 @@ static tpu_status failed_check(const tpu_pjrt_program *p, PJRT_Buffer **outs, co
 
 /* Stores each result: a storage's next contents, or elements copied into a host view; none when a
  * check failed (the run then changes nothing; *failed: the index of the call that failed). */
-static tpu_status take_results(const tpu_pjrt_program *p, PJRT_Buffer **outs, int *failed) {
+static tpu_status take_results(const tpu_pjrt_program *p, const tpu_op_call *const *calls,
+                               PJRT_Buffer **outs, int *failed) {
   const char *why;
   tpu_status st = failed_check(p, outs, &why, failed);
   if (st != TPU_OK || why) {
@@ -215,23 +222,24 @@ static tpu_status take_results(const tpu_pjrt_program *p, PJRT_Buffer **outs, in
     return st != TPU_OK ? st : tpu_error(TPU_ERR_INDEX, "%s", why);
   }
   for (int i = 0; i < p->n_results; i++) {
-    const tpu_pjrt_result *r = &p->results[i];
-    if (r->storage) {
-      tpu_status set = tpu_pjrt_storage_set(client, tpu_buffer_memory(r->storage),
-                                            tpu_buffer_nbytes(r->storage), r->dtype, outs[i]);
-      st = st == TPU_OK ? set : st;
-      continue;
-    }
-    if (r->check) {
+    const tpu_pjrt_slot *r = &p->results[i];
+    if (r->source == TPU_PJRT_CHECK) {
       tpu_pjrt_buffer_destroy(client, outs[i]);
       continue;
     }
-    size_t bytes = dense_bytes(r->host);
+    const tpu_tensor *t = &calls[r->call]->tensors[r->index];
+    if (r->source == TPU_PJRT_STORAGE) {
+      tpu_status set = tpu_pjrt_storage_set(client, tpu_buffer_memory(t->buf),
+                                            tpu_buffer_nbytes(t->buf), r->dtype, outs[i]);
+      st = st == TPU_OK ? set : st;
+      continue;
+    }
+    size_t bytes = dense_bytes(t);
     void *dense = malloc(bytes ? bytes : 1);
     tpu_status got = dense ? tpu_pjrt_buffer_to_host(client, outs[i], dense, bytes)
                            : tpu_error(TPU_ERR_OUT_OF_MEMORY, "out of host memory");
     if (got == TPU_OK)
-      host_move(r->host, dense, false);
+      host_move(t, dense, false);
     free(dense);
     tpu_pjrt_buffer_destroy(client, outs[i]);
     st = st == TPU_OK ? got : st;
@@ -246,26 +254,22 @@ static void executable_stats(tpu_executable_stats *out) {
   tpu_pjrt_cache_stats(out);
   out->runs = atomic_load(&runs);
   out->run_us = atomic_load(&run_us);
+  tpu_pjrt_programs_stats(&out->lowerings, &out->program_hits, &out->unkeyed);
 }
 
 static void reset_executable_stats(void) {
   tpu_pjrt_cache_reset_stats();
   atomic_store(&runs, 0);
   atomic_store(&run_us, 0);
+  tpu_pjrt_programs_reset_stats();
 }
 
-/* Compiles (or finds) and runs program p for `what` (an op's name, for errors). */
-static tpu_status run_program(const char *what, const tpu_pjrt_program *p, int *failed) {
-  const tpu_pjrt_executable *exe;
-  tpu_status st = tpu_pjrt_cache_get(client, p->text, p->len, &exe);
-  if (st != TPU_OK) {
-    char why[2048]; /* copied: tpu_error writes the slot it would read */
-    snprintf(why, sizeof why, "%s", tpu_last_error());
-    return tpu_error(st, "compiling tpu op '%s' for PJRT: %s", what, why);
-  }
+/* Runs executable exe of program p on the operands of calls. */
+static tpu_status run_program(const tpu_pjrt_program *p, const tpu_pjrt_executable *exe,
+                              const tpu_op_call *const *calls, int *failed) {
   PJRT_Buffer *args[TPU_HLO_MAX_ARGS] = {0}, *outs[TPU_HLO_MAX_RESULTS] = {0};
   bool owned[TPU_HLO_MAX_ARGS] = {0};
-  st = bind_args(p, args, owned);
+  tpu_status st = bind_args(p, calls, args, owned);
   if (st == TPU_OK) {
     double start = tpu_now_us();
     st = tpu_pjrt_executable_run(exe, args, (size_t)p->n_args, outs, (size_t)p->n_results);
@@ -275,20 +279,21 @@ static tpu_status run_program(const char *what, const tpu_pjrt_program *p, int *
   for (int i = 0; i < p->n_args; i++)
     if (owned[i])
       tpu_pjrt_buffer_destroy(client, args[i]);
-  return st == TPU_OK ? take_results(p, outs, failed) : st;
+  return st == TPU_OK ? take_results(p, calls, outs, failed) : st;
 }
 
-/* Lowers and runs calls[0..n) as one module, returning no storage of dropped[0..n_dropped); on an
- * error, *failed is the index of the call it is about (0 when it is about the whole run). */
+/* Runs calls[0..n) as one module (tpu_pjrt_programs.h), returning no storage of
+ * dropped[0..n_dropped); on an error, *failed is the index of the call it is about (0 when it is
+ * about the whole run). */
 static tpu_status run_calls(const tpu_op_call *const *calls, int n, tpu_buffer *const *dropped,
                             int n_dropped, int *failed) {
-  tpu_pjrt_program *p;
+  tpu_pjrt_compiled compiled;
   *failed = 0;
-  tpu_status st = tpu_pjrt_lower(calls, n, dropped, n_dropped, &p);
+  tpu_status st = tpu_pjrt_programs_get(client, calls, n, dropped, n_dropped, &compiled);
   /* A run whose results are all dropped (and that checks nothing) has no effect. */
-  if (st == TPU_OK && p->n_results > 0)
-    st = run_program(tpu_op_name(calls[0]->op), p, failed);
-  tpu_pjrt_program_free(p);
+  if (st == TPU_OK && compiled.exe)
+    st = run_program(compiled.program, compiled.exe, calls, failed);
+  tpu_pjrt_compiled_release(&compiled);
   return st;
 }
 
@@ -610,13 +615,22 @@ static bool has_nonfinite(const tpu_tensor *t) {
     return found;
   }
   uint8_t flag = 0;
-  tpu_tensor flag_view = {.dtype = TPU_UINT8, .ndim = 0, .host = &flag};
+  tpu_op_call *scan = tpu_op_call_new(TPU_OP_COPY, 1, 1); /* the op is not read */
+  if (!scan)
+    return false;
+  scan->tensors[0] = *t;
+  scan->tensors[1] = (tpu_tensor){.dtype = TPU_UINT8, .ndim = 0, .host = &flag};
+  const tpu_op_call *calls[1] = {scan};
   tpu_pjrt_program *p;
+  const tpu_pjrt_executable *exe;
   int failed;
-  tpu_status st = tpu_pjrt_lower_nonfinite(t, &flag_view, &p);
+  tpu_status st = tpu_pjrt_lower_nonfinite(scan, &p);
   if (st == TPU_OK)
-    st = run_program("nan_scan", p, &failed);
+    st = tpu_pjrt_cache_get(client, p->text, p->len, &exe);
+  if (st == TPU_OK)
+    st = run_program(p, exe, calls, &failed);
   tpu_pjrt_program_free(p);
+  tpu_op_call_free(scan);
   return st == TPU_OK && flag;
 }
 

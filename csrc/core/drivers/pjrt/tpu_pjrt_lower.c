@@ -20,6 +20,7 @@ typedef struct lowering {
   tpu_pjrt_program *p;
   int n_storages;
   tpu_buffer *storage[TPU_HLO_MAX_ARGS];
+  int storage_call[TPU_HLO_MAX_ARGS], storage_tensor[TPU_HLO_MAX_ARGS]; /* where first named */
   tpu_hlo_value value[TPU_HLO_MAX_ARGS]; /* each storage's latest contents */
   bool written[TPU_HLO_MAX_ARGS];
   bool used[TPU_HLO_MAX_ARGS];  /* value[s] holds its contents */
@@ -90,17 +91,19 @@ bool tpu_pjrt_lowerable(const tpu_op_call *call) {
   }
 }
 
-/* The argument holding storage `buf`'s bytes (made on first use). */
-static int storage_index(lowering *l, tpu_buffer *buf) {
+/* The index of the storage of view t, a tensor of the call being lowered (added on first use). */
+static int storage_index(lowering *l, const tpu_tensor *t) {
   for (int i = 0; i < l->n_storages; i++)
-    if (l->storage[i] == buf)
+    if (l->storage[i] == t->buf)
       return i;
   if (l->n_storages == TPU_HLO_MAX_ARGS) {
     l->h.failed = true; /* reported as too many operands */
     return 0;
   }
   int i = l->n_storages++;
-  l->storage[i] = buf;
+  l->storage[i] = t->buf;
+  l->storage_call[i] = l->call_index;
+  l->storage_tensor[i] = (int)(t - l->call->tensors);
   l->arg_of[i] = -1;
   l->written[i] = false;
   l->used[i] = false;
@@ -124,6 +127,8 @@ static tpu_hlo_value storage_value(lowering *l, int s, tpu_dtype want) {
     elem = nbytes % tpu_dtype_size(elem) == 0 ? elem : TPU_UINT8;
     tpu_hlo_value like = {.elem = elem, .rank = 1};
     like.dims[0] = (int64_t)(nbytes / tpu_dtype_size(elem));
+    l->p->zeros[l->p->n_zeros++] =
+        (tpu_pjrt_slot){TPU_PJRT_STORAGE, l->storage_call[s], l->storage_tensor[s], elem};
     l->value[s] = tpu_hlo_full(&l->h, elem, tpu_dtype_is_floating(elem) ? "0.0" : "0", &like);
     return l->value[s];
   }
@@ -131,8 +136,14 @@ static tpu_hlo_value storage_value(lowering *l, int s, tpu_dtype want) {
   l->arg_of[s] = l->p->n_args;
   l->value[s] = tpu_hlo_arg(&l->h, elem, 1, &n, -1);
   if (l->p->n_args < TPU_HLO_MAX_ARGS)
-    l->p->args[l->p->n_args++] = (tpu_pjrt_arg){.storage = l->storage[s], .dtype = elem};
+    l->p->args[l->p->n_args++] = (tpu_pjrt_slot){
+        TPU_PJRT_STORAGE, l->storage_call[s], l->storage_tensor[s], elem};
   return l->value[s];
+}
+
+/* Where view t, a tensor of the call being lowered, sits in the run. */
+static tpu_pjrt_slot host_slot(const lowering *l, const tpu_tensor *t, tpu_dtype dtype) {
+  return (tpu_pjrt_slot){TPU_PJRT_HOST, l->call_index, (int)(t - l->call->tensors), dtype};
 }
 
 /* A host operand: an argument of its dense contents. */
@@ -141,7 +152,7 @@ static tpu_hlo_value host_arg(lowering *l, const tpu_tensor *t) {
   tpu_dtype type = t->dtype == TPU_BOOL ? TPU_UINT8 : t->dtype;
   tpu_hlo_value v = tpu_hlo_arg(&l->h, type, t->ndim, t->sizes, -1);
   if (l->p->n_args < TPU_HLO_MAX_ARGS)
-    l->p->args[l->p->n_args++] = (tpu_pjrt_arg){.host = t, .dtype = type};
+    l->p->args[l->p->n_args++] = host_slot(l, t, type);
   return tpu_hlo_cast(&l->h, v, t->dtype);
 }
 
@@ -152,8 +163,7 @@ static tpu_hlo_value scalar_arg(void *ctx, int slot, bool is_float) {
     l->scalar_arg[slot] = l->p->n_args;
     l->scalar_value[slot] = tpu_hlo_arg(&l->h, type, 0, NULL, -1);
     if (l->p->n_args < TPU_HLO_MAX_ARGS)
-      l->p->args[l->p->n_args++] =
-          (tpu_pjrt_arg){.scalar = &l->call->scalars[slot], .dtype = type};
+      l->p->args[l->p->n_args++] = (tpu_pjrt_slot){TPU_PJRT_SCALAR, l->call_index, slot, type};
   }
   return l->scalar_value[slot];
 }
@@ -161,7 +171,7 @@ static tpu_hlo_value scalar_arg(void *ctx, int slot, bool is_float) {
 static tpu_hlo_value read_input(lowering *l, const tpu_tensor *t) {
   if (!t->buf)
     return host_arg(l, t);
-  return tpu_pjrt_view_read(&l->h, storage_value(l, storage_index(l, t->buf), t->dtype), t);
+  return tpu_pjrt_view_read(&l->h, storage_value(l, storage_index(l, t), t->dtype), t);
 }
 
 /* `x` broadcast to `out`'s sizes, dimensions aligned from the right. */
@@ -177,12 +187,12 @@ static void write_output(lowering *l, const tpu_tensor *t, tpu_hlo_value value) 
   value = tpu_hlo_cast(&l->h, value, t->dtype);
   if (!t->buf) {
     if (l->p->n_results < TPU_HLO_MAX_RESULTS)
-      l->p->results[l->p->n_results++] = (tpu_pjrt_result){.host = t};
+      l->p->results[l->p->n_results++] = host_slot(l, t, t->dtype);
     tpu_hlo_result(&l->h, tpu_hlo_convert(&l->h, value, t->dtype == TPU_BOOL ? TPU_UINT8
                                                                               : t->dtype));
     return;
   }
-  int s = storage_index(l, t->buf);
+  int s = storage_index(l, t);
   size_t nbytes = tpu_buffer_nbytes(t->buf);
   if (!l->used[s] && tpu_pjrt_view_covers(t, nbytes)) {
     l->value[s] = tpu_pjrt_view_write(&l->h, NULL, t, value);
@@ -203,7 +213,8 @@ static void add_check(lowering *l, tpu_hlo_value flag, const char *message) {
   }
   snprintf(p->messages[p->n_messages], TPU_PJRT_MESSAGE_LEN, "%s", message);
   p->message_call[p->n_messages] = l->call_index;
-  p->results[p->n_results++] = (tpu_pjrt_result){.check = ++p->n_messages};
+  p->results[p->n_results++] =
+      (tpu_pjrt_slot){TPU_PJRT_CHECK, l->call_index, p->n_messages++, TPU_UINT8};
   tpu_hlo_result(&l->h, flag);
 }
 
@@ -226,8 +237,8 @@ static void finish_results(lowering *l, tpu_buffer *const *dropped, int n_droppe
     if (a >= 0 && a < l->h.n_args && l->p->n_messages == 0 && l->h.args[a].elem == elem)
       l->h.arg_alias[a] = r;
     if (r < TPU_HLO_MAX_RESULTS)
-      l->p->results[l->p->n_results++] =
-          (tpu_pjrt_result){.storage = l->storage[s], .dtype = elem};
+      l->p->results[l->p->n_results++] = (tpu_pjrt_slot){
+          TPU_PJRT_STORAGE, l->storage_call[s], l->storage_tensor[s], elem};
     tpu_hlo_result(&l->h, l->value[s]);
   }
 }
@@ -392,20 +403,19 @@ bool tpu_pjrt_nonfinite_lowers(const tpu_tensor *t) {
 }
 
 static void lower_scan(lowering *l, const void *ctx) {
-  const tpu_tensor *const *view_and_flag = ctx;
-  tpu_hlo_value v = read_input(l, view_and_flag[0]);
+  l->call = ctx;
+  tpu_hlo_value v = read_input(l, &l->call->tensors[0]);
   tpu_hlo_value bad = tpu_hlo_unary(&l->h, "not", tpu_hlo_unary(&l->h, "is_finite", v));
-  write_output(l, view_and_flag[1], tpu_hlo_any(&l->h, bad));
+  write_output(l, &l->call->tensors[1], tpu_hlo_any(&l->h, bad));
 }
 
-tpu_status tpu_pjrt_lower_nonfinite(const tpu_tensor *t, const tpu_tensor *flag,
-                                    tpu_pjrt_program **out) {
+tpu_status tpu_pjrt_lower_nonfinite(const tpu_op_call *scan, tpu_pjrt_program **out) {
   *out = NULL;
+  const tpu_tensor *t = &scan->tensors[0];
   if (!tpu_pjrt_nonfinite_lowers(t))
     return tpu_error(TPU_ERR_NOT_IMPLEMENTED, "the PJRT driver cannot scan this %s view",
                      tpu_dtype_name(t->dtype));
-  const tpu_tensor *view_and_flag[2] = {t, flag};
-  return lower_module(lower_scan, view_and_flag, "a NaN scan", NULL, 0, false, out);
+  return lower_module(lower_scan, scan, "a NaN scan", NULL, 0, false, out);
 }
 
 void tpu_pjrt_program_free(tpu_pjrt_program *p) {

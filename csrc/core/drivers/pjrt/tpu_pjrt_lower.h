@@ -1,12 +1,12 @@
 /* Lowering op calls (one, or a run of a fused graph's nodes) to one StableHLO module over their
- * storages (drivers/pjrt/tpu_pjrt_view.h), each typed as its buffer is when lowered; within a run each storage's contents flow from
- * node to node as values, so XLA sees and fuses the whole run:
+ * storages (drivers/pjrt/tpu_pjrt_view.h), each typed as its buffer is when lowered; within a run
+ * each storage's contents flow from node to node as values, so XLA sees and fuses the whole run:
  * every storage the call reads or partly writes is an argument, each storage it writes is a result
  * (the argument's buffer donated to it), host operands are arguments of their dense contents, and
  * the op's runtime scalars are 0-d float64 or int64 arguments, so that new scalar values never
- * change the module. A copy to the host returns the converted elements instead. Equal calls
- * (structure, not values) on storages of equal types lower to equal text: the text is the
- * executable cache's key. */
+ * change the module. A copy to the host returns the converted elements instead. Arguments and
+ * results name positions in the run (a call's tensor or scalar), not pointers, so a program
+ * serves every run of its structure (drivers/pjrt/tpu_pjrt_programs.h). */
 #ifndef TPU_PJRT_LOWER_H
 #define TPU_PJRT_LOWER_H
 
@@ -19,21 +19,22 @@
 /* Calls one module may hold: a fused graph is lowered in runs of at most this many nodes. */
 #define TPU_PJRT_MAX_RUN 32
 
-typedef struct tpu_pjrt_arg {
-  tpu_buffer *storage;     /* a storage (its buffer must have element type dtype), or NULL: */
-  const tpu_tensor *host;  /* a host operand, packed dense at run time, or NULL: */
-  const void *scalar;      /* a runtime scalar of a call (float64 or int64, see dtype) */
-  tpu_dtype dtype;
-} tpu_pjrt_arg;
+/* Where an argument comes from or a result goes, as a position in the run rather than a pointer,
+ * so that a program lowered for some calls runs any calls of the same structure
+ * (drivers/pjrt/tpu_pjrt_programs.h). */
+typedef enum tpu_pjrt_source {
+  TPU_PJRT_STORAGE, /* the storage of calls[call]->tensors[index] (a 1-D buffer of dtype) */
+  TPU_PJRT_HOST,    /* host view calls[call]->tensors[index], its elements dense */
+  TPU_PJRT_SCALAR,  /* calls[call]->scalars[index], a 0-d float64 or int64 (see dtype) */
+  TPU_PJRT_CHECK,   /* a result only: the uint8 flag of messages[index], nonzero when a call's
+                       input was invalid (an index out of range) and the run must fail */
+} tpu_pjrt_source;
 
-typedef struct tpu_pjrt_result {
-  tpu_buffer *storage;     /* the storage whose next contents this is (elements of dtype), or
-                              NULL: */
-  const tpu_tensor *host;  /* the host view the (dense) result is copied into, or NULL: */
-  int check;               /* 1 + the index of a message: a uint8 flag, nonzero when a call's
-                              input was invalid (an index out of range) and the run must fail */
+typedef struct tpu_pjrt_slot {
+  tpu_pjrt_source source;
+  int call, index;
   tpu_dtype dtype;
-} tpu_pjrt_result;
+} tpu_pjrt_slot;
 
 #define TPU_PJRT_MESSAGE_LEN 160
 
@@ -41,8 +42,10 @@ typedef struct tpu_pjrt_program {
   char *text; /* the module, malloc'd */
   size_t len;
   int n_args, n_results;
-  tpu_pjrt_arg args[TPU_HLO_MAX_ARGS];
-  tpu_pjrt_result results[TPU_HLO_MAX_RESULTS];
+  tpu_pjrt_slot args[TPU_HLO_MAX_ARGS];       /* a storage's result is its next contents */
+  tpu_pjrt_slot results[TPU_HLO_MAX_RESULTS];
+  int n_zeros; /* storages read while nothing had written them: the module reads zeros */
+  tpu_pjrt_slot zeros[TPU_HLO_MAX_ARGS];
   int n_messages; /* the checks' IndexError messages; a program with checks donates nothing, so
                      a failed run leaves every storage as it was */
   char messages[TPU_PJRT_MAX_RUN][TPU_PJRT_MESSAGE_LEN];
@@ -68,10 +71,10 @@ tpu_status tpu_pjrt_run_fits(const tpu_op_call *const *calls, int n, bool *fits)
 /* Whether tpu_pjrt_lower_nonfinite scans device view t (a floating dtype it computes in). */
 bool tpu_pjrt_nonfinite_lowers(const tpu_tensor *t);
 
-/* A program writing 1 into `flag` (a 0-d uint8 host view) when view t holds a NaN or an
- * infinity, else 0: debug mode's scan, on the device. */
-tpu_status tpu_pjrt_lower_nonfinite(const tpu_tensor *t, const tpu_tensor *flag,
-                                    tpu_pjrt_program **out);
+/* A program writing 1 into scan->tensors[1] (a 0-d uint8 host view) when view scan->tensors[0]
+ * holds a NaN or an infinity, else 0: debug mode's scan, on the device. `scan` only holds the two
+ * views (its op is not read). */
+tpu_status tpu_pjrt_lower_nonfinite(const tpu_op_call *scan, tpu_pjrt_program **out);
 
 void tpu_pjrt_program_free(tpu_pjrt_program *p);
 
