@@ -316,3 +316,48 @@ def test_verification_finds_kept_modules_equal_to_fresh_ones(mode: str) -> None:
     tpu, reused, cpu = done.stdout.splitlines()
     assert int(reused) > 0  # each of those runs was lowered again and compared
     torch.testing.assert_close(ast.literal_eval(tpu), ast.literal_eval(cpu), rtol=1e-5, atol=1e-6)
+
+
+def fake_libtpu(root) -> str:
+    """An installed-looking ``libtpu`` package under ``root``; its library's path."""
+    package = root / "libtpu"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "libtpu.so").write_bytes(b"")
+    return str(package / "libtpu.so")
+
+
+@pytest.mark.parametrize("node", ["accel0", "vfio", None])
+@pytest.mark.parametrize("driver", [None, "host"])
+def test_a_tpu_host_selects_the_pjrt_driver_and_libtpu(
+    tmp_path, monkeypatch, node: str | None, driver: str | None
+) -> None:
+    from torch_tpu import _pjrt_plugin
+
+    library = fake_libtpu(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    devices = tmp_path / "dev"
+    devices.mkdir()
+    if node:
+        (devices / node).mkdir()
+    monkeypatch.setattr(_pjrt_plugin, "DEVICE_ROOT", devices)
+    monkeypatch.delenv("TORCH_TPU_PJRT_PLUGIN", raising=False)
+    if driver:
+        monkeypatch.setenv("TORCH_TPU_DRIVER", driver)
+    else:
+        monkeypatch.delenv("TORCH_TPU_DRIVER", raising=False)
+    _pjrt_plugin.hand_over()
+    chosen = node is not None and driver is None  # a TPU, and nothing says otherwise
+    assert os.environ.get("TORCH_TPU_DRIVER") == ("pjrt" if chosen else driver)
+    assert os.environ.get("TORCH_TPU_PJRT_PLUGIN") == (library if chosen else None)
+
+
+def test_without_libtpu_a_tpu_device_node_keeps_the_host_driver(tmp_path, monkeypatch) -> None:
+    from torch_tpu import _pjrt_plugin
+
+    (tmp_path / "accel0").mkdir()
+    monkeypatch.setattr(_pjrt_plugin, "DEVICE_ROOT", tmp_path)
+    monkeypatch.setattr(_pjrt_plugin, "plugin_in_package", lambda name: None)
+    monkeypatch.delenv("TORCH_TPU_DRIVER", raising=False)
+    _pjrt_plugin.hand_over()
+    assert "TORCH_TPU_DRIVER" not in os.environ

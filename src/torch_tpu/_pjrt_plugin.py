@@ -1,9 +1,15 @@
-"""Which installed package holds the PJRT plugin the PJRT driver loads (README, "The PJRT driver").
+"""Which driver and PJRT plugin a process uses when nothing says (README, "The PJRT driver").
 
-The driver itself opens the library that TORCH_TPU_PJRT_PLUGIN names; this module turns that
-variable into a library path before the driver starts: a path stays as it is, a package name
-becomes the plugin library inside that package, and unset, the first installed package of
-PJRT_PACKAGES gives it. To support another plugin package, add its import name to PJRT_PACKAGES.
+The driver itself opens the library that TORCH_TPU_PJRT_PLUGIN names; this module runs before the
+driver starts and settles two things:
+
+- With TORCH_TPU_DRIVER unset, a TPU host (the ``libtpu`` package installed and a TPU device node,
+  ``/dev/accel*`` or ``/dev/vfio``) gets the PJRT driver with libtpu; any other machine keeps the
+  host driver.
+- With the PJRT driver selected, TORCH_TPU_PJRT_PLUGIN becomes a library path: a path stays as it
+  is, a package name becomes the plugin library inside that package, and unset, the first
+  installed package of PJRT_PACKAGES gives it. To support another plugin package, add its import
+  name to PJRT_PACKAGES.
 """
 
 from __future__ import annotations
@@ -14,6 +20,9 @@ from pathlib import Path
 
 # In the order they are tried: a TPU VM's libtpu, XLA's CUDA plugin, XLA's CPU plugin.
 PJRT_PACKAGES = ("libtpu", "jax_plugins.xla_cuda12", "lammps_jax_pjrt_cpu")
+
+# Where a TPU VM's chips appear: /dev/accel0.. (TPU v4 and later) or VFIO groups (v5e, v6e).
+DEVICE_ROOT = Path("/dev")
 
 
 def plugin_in_package(name: str) -> str | None:
@@ -28,11 +37,24 @@ def plugin_in_package(name: str) -> str | None:
     return str(libs[0]) if libs else None
 
 
-def hand_over() -> None:
-    """Sets TORCH_TPU_PJRT_PLUGIN to a library path when the PJRT driver is selected.
+def tpu_host_plugin() -> str | None:
+    """libtpu's library when this machine has TPU chips and libtpu is installed, else None."""
+    if not (any(DEVICE_ROOT.glob("accel*")) or (DEVICE_ROOT / "vfio").exists()):
+        return None
+    return plugin_in_package("libtpu")
 
-    Nothing found leaves it as it was, and the driver's error says what to install.
+
+def hand_over() -> None:
+    """Chooses the PJRT driver on a TPU host and sets TORCH_TPU_PJRT_PLUGIN to a library path
+    when the PJRT driver is selected.
+
+    Nothing found leaves the plugin variable as it was, and the driver's error says what to install.
     """
+    if "TORCH_TPU_DRIVER" not in os.environ:
+        libtpu = tpu_host_plugin()
+        if libtpu:
+            os.environ["TORCH_TPU_DRIVER"] = "pjrt"
+            os.environ.setdefault("TORCH_TPU_PJRT_PLUGIN", libtpu)
     if os.environ.get("TORCH_TPU_DRIVER") != "pjrt":
         return
     given = os.environ.get("TORCH_TPU_PJRT_PLUGIN")

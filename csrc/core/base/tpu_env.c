@@ -7,10 +7,12 @@
 #include <strings.h>
 
 static const tpu_env_var registry[] = {
-    {"TORCH_TPU_DRIVER", "host",
+    {"TORCH_TPU_DRIVER", "host, or pjrt on a TPU host",
      "The driver that runs the chips: host (simulated chips in host memory) or pjrt (a PJRT "
-     "plugin's device: XLA's CPU or GPU plugin, libtpu; see TORCH_TPU_PJRT_PLUGIN). An unknown "
-     "name makes every tpu call raise an error that lists the drivers there are.",
+     "plugin's device: XLA's CPU or GPU plugin, libtpu; see TORCH_TPU_PJRT_PLUGIN). Unset, a "
+     "machine with TPU chips (/dev/accel* or /dev/vfio) and the libtpu package gets pjrt with "
+     "libtpu. An unknown name makes every tpu call raise an error that lists the drivers there "
+     "are.",
      TPU_ENV_STABLE},
     {"TORCH_TPU_NUM_DEVICES", "1", "Number of simulated TPU chips the host driver exposes.",
      TPU_ENV_STABLE},

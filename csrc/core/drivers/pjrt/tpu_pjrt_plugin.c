@@ -41,16 +41,18 @@ static tpu_status check_api(const PJRT_Api *api, const char *path) {
   if (api->struct_size < version_end)
     return tpu_error(TPU_ERR_RUNTIME, "PJRT plugin %s: its PJRT_Api is too short (%zu bytes)",
                      path, api->struct_size);
-  int major = api->pjrt_api_version.major_version;
+  int major = api->pjrt_api_version.major_version, minor = api->pjrt_api_version.minor_version;
   if (major != PJRT_API_MAJOR)
     return tpu_error(TPU_ERR_RUNTIME,
-                     "PJRT plugin %s implements PJRT C API %d.%d; the driver speaks major version "
-                     "%d",
-                     path, major, api->pjrt_api_version.minor_version, PJRT_API_MAJOR);
+                     "PJRT plugin %s implements PJRT C API %d.%d; the driver speaks %d.%d (major "
+                     "version %d only)",
+                     path, major, minor, PJRT_API_MAJOR, PJRT_API_MINOR, PJRT_API_MAJOR);
 #define TPU_PJRT_CHECK_SLOT(fn)                                                                    \
   if (!TPU_PJRT_HAS(api, fn))                                                                      \
-    return tpu_error(TPU_ERR_RUNTIME, "PJRT plugin %s (C API %d.%d) lacks %s", path, major,      \
-                     api->pjrt_api_version.minor_version, #fn);
+    return tpu_error(TPU_ERR_RUNTIME,                                                              \
+                     "PJRT plugin %s (C API %d.%d) lacks %s, which the driver (C API %d.%d) "    \
+                     "calls",                                                                      \
+                     path, major, minor, #fn, PJRT_API_MAJOR, PJRT_API_MINOR);
   TPU_PJRT_USED(TPU_PJRT_CHECK_SLOT)
 #undef TPU_PJRT_CHECK_SLOT
   return TPU_OK;

@@ -1,6 +1,6 @@
 /* A PJRT plugin: a shared library exporting GetPjrtApi (XLA's CPU and GPU plugins, libtpu). The
- * PJRT driver is in progress (docs/ARCHITECTURE.md, "The PJRT driver"); for now the C tests load
- * one from TORCH_TPU_PJRT_PLUGIN. */
+ * PJRT driver loads the one TORCH_TPU_PJRT_PLUGIN names (src/torch_tpu/_pjrt_plugin.py turns a
+ * package name into its library). */
 #ifndef TPU_PJRT_PLUGIN_H
 #define TPU_PJRT_PLUGIN_H
 
