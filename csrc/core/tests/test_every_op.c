@@ -412,8 +412,10 @@ static void compare_outputs(const op_case *c, const case_memory *m, run_mode mod
         first = e;
     if (differ)
       case_failed(c, "%s: %lld of %lld elements of tensor %d's storage differ from the reference, "
-                     "the first at element %lld", mode_names[mode], (long long)differ,
-                     (long long)m->elements[o], o, (long long)first);
+                     "the first at element %lld (%.17g, want %.17g)", mode_names[mode],
+                  (long long)differ, (long long)m->elements[o], o, (long long)first,
+                  tpu_real_load((const char *)m->actual[o] + first * size, dtype),
+                  tpu_real_load((const char *)m->expected[o] + first * size, dtype));
   }
 }
 
@@ -529,6 +531,11 @@ int main(void) {
   printf("every op on the %s driver: %d of %d ops covered, %d cases run, %d skipped; %d ops "
          "ran some call through the driver fallback (the host's kernels)\n",
          tpu_driver()->name, covered, TPU_OP_COUNT, stats.run, stats.skipped, fell_back);
+  for (int op = 0, listed = 0; op < TPU_OP_COUNT; op++)
+    if (tpu_op_driver_fallback_count((tpu_op_id)op) > 0)
+      printf("%s%s", listed++ ? ", " : "  through the fallback: ", tpu_op_name((tpu_op_id)op));
+  if (fell_back)
+    printf("\n");
   tpu_pjrt_executable_stats_fn executable_stats =
       (tpu_pjrt_executable_stats_fn)tpu_driver_proc(TPU_PJRT_EXECUTABLE_STATS);
   if (executable_stats) { /* a compiling driver: each call's structure names its program */

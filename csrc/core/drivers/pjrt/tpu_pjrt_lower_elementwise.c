@@ -16,7 +16,7 @@ static int kinds_of(tpu_op_id op) {
   case TPU_OP_EQ: case TPU_OP_NE: case TPU_OP_LT: case TPU_OP_LE: case TPU_OP_GT:
   case TPU_OP_GE: case TPU_OP_LOGICAL_AND: case TPU_OP_LOGICAL_OR: case TPU_OP_LOGICAL_XOR:
   case TPU_OP_LOGICAL_NOT: case TPU_OP_ISNAN: case TPU_OP_ISINF: case TPU_OP_ISFINITE:
-  case TPU_OP_WHERE: case TPU_OP_SIGN:
+  case TPU_OP_ISPOSINF: case TPU_OP_ISNEGINF: case TPU_OP_WHERE: case TPU_OP_SIGN:
     return F | I | B;
   case TPU_OP_BITWISE_AND: case TPU_OP_BITWISE_OR: case TPU_OP_BITWISE_XOR:
   case TPU_OP_BITWISE_NOT:
@@ -28,7 +28,9 @@ static int kinds_of(tpu_op_id op) {
   case TPU_OP_SILU: case TPU_OP_SILU_BACKWARD: case TPU_OP_SIGMOID_BACKWARD:
   case TPU_OP_TANH_BACKWARD: case TPU_OP_LEAKY_RELU: case TPU_OP_LEAKY_RELU_BACKWARD:
   case TPU_OP_HARDTANH_BACKWARD: case TPU_OP_LERP: case TPU_OP_LERP_SCALAR:
-  case TPU_OP_ADDCMUL: case TPU_OP_ADDCDIV: case TPU_OP_NAN_TO_NUM:
+  case TPU_OP_ADDCMUL: case TPU_OP_ADDCDIV: case TPU_OP_NAN_TO_NUM: case TPU_OP_TAN:
+  case TPU_OP_SINH: case TPU_OP_COSH: case TPU_OP_ASIN: case TPU_OP_ACOS: case TPU_OP_ATAN:
+  case TPU_OP_ATAN2: case TPU_OP_ERFC: case TPU_OP_ERFINV: case TPU_OP_FRAC: case TPU_OP_COPYSIGN:
     return F;
   default:
     return 0;
@@ -40,6 +42,7 @@ static bool bool_result(tpu_op_id op) {
   case TPU_OP_EQ: case TPU_OP_NE: case TPU_OP_LT: case TPU_OP_LE: case TPU_OP_GT:
   case TPU_OP_GE: case TPU_OP_LOGICAL_AND: case TPU_OP_LOGICAL_OR: case TPU_OP_LOGICAL_XOR:
   case TPU_OP_LOGICAL_NOT: case TPU_OP_ISNAN: case TPU_OP_ISINF: case TPU_OP_ISFINITE:
+  case TPU_OP_ISPOSINF: case TPU_OP_ISNEGINF:
     return true;
   default:
     return false;
@@ -154,7 +157,8 @@ static tpu_hlo_value gelu_cdf(ew *e, tpu_hlo_value x) {
 static bool has_domain(tpu_op_id op) {
   switch (op) {
   case TPU_OP_POW: case TPU_OP_SQRT: case TPU_OP_RSQRT: case TPU_OP_LOG: case TPU_OP_LOG1P:
-  case TPU_OP_SIN: case TPU_OP_COS: case TPU_OP_POW_SCALAR:
+  case TPU_OP_SIN: case TPU_OP_COS: case TPU_OP_POW_SCALAR: case TPU_OP_TAN: case TPU_OP_ASIN:
+  case TPU_OP_ACOS: case TPU_OP_ERFINV:
     return true;
   default:
     return false;
@@ -172,6 +176,10 @@ static tpu_hlo_value emit_domain(ew *e, const tpu_hlo_value *x) {
   case TPU_OP_LOG1P: return positive_nan(e, un(e, "log_plus_one", a), x, 1);
   case TPU_OP_SIN: return positive_nan(e, un(e, "sine", a), x, 1);
   case TPU_OP_COS: return positive_nan(e, un(e, "cosine", a), x, 1);
+  case TPU_OP_TAN: return positive_nan(e, tpu_hlo_chlo_unary(e->h, "tan", a), x, 1);
+  case TPU_OP_ASIN: return positive_nan(e, tpu_hlo_chlo_unary(e->h, "asin", a), x, 1);
+  case TPU_OP_ACOS: return positive_nan(e, tpu_hlo_chlo_unary(e->h, "acos", a), x, 1);
+  case TPU_OP_ERFINV: return positive_nan(e, tpu_hlo_chlo_unary(e->h, "erf_inv", a), x, 1);
   case TPU_OP_POW_SCALAR: {
     tpu_hlo_value s = scal(e, 0), both[2] = {a, s};
     return positive_nan(e, pow_scalar(e, a, s), both, 2);
@@ -198,8 +206,26 @@ static tpu_hlo_value emit_float(ew *e, const tpu_hlo_value *x) {
   case TPU_OP_TANH: return un(e, "tanh", a);
   case TPU_OP_ERF: return tpu_hlo_chlo_unary(e->h, "erf", a);
   case TPU_OP_POW: case TPU_OP_SQRT: case TPU_OP_RSQRT: case TPU_OP_LOG: case TPU_OP_LOG1P:
-  case TPU_OP_SIN: case TPU_OP_COS: case TPU_OP_POW_SCALAR:
+  case TPU_OP_SIN: case TPU_OP_COS: case TPU_OP_POW_SCALAR: case TPU_OP_TAN: case TPU_OP_ASIN:
+  case TPU_OP_ACOS: case TPU_OP_ERFINV:
     return emit_domain(e, x);
+  case TPU_OP_SINH: return tpu_hlo_chlo_unary(e->h, "sinh", a);
+  case TPU_OP_COSH: return tpu_hlo_chlo_unary(e->h, "cosh", a);
+  case TPU_OP_ATAN: /* XLA's CPU compiler folds atan2(x, 1) into a vectorized atan that is
+                      * wrong from 64 elements on; the barrier keeps the 1 an operand */
+    return bin(e, "atan2", a, un(e, "optimization_barrier", num(e, "1.0")));
+  case TPU_OP_ERFC: return tpu_hlo_chlo_unary(e->h, "erfc", a);
+  case TPU_OP_ATAN2: return bin(e, "atan2", a, b);
+  case TPU_OP_FRAC: /* a - trunc(a) */
+    return bin(e, "subtract", a,
+               sel(e, cmp(e, "LT", a, num(e, "0.0")), un(e, "ceil", a), un(e, "floor", a)));
+  case TPU_OP_COPYSIGN: { /* |a| with b's sign bit, read through b's bits */
+    tpu_dtype bits = e->work == TPU_FLOAT64 ? TPU_INT64 : TPU_INT32;
+    tpu_hlo_value negative = cmp(e, "LT", tpu_hlo_bitcast(e->h, b, bits, b.rank, b.dims),
+                                 tpu_hlo_full(e->h, bits, "0", &b));
+    tpu_hlo_value mag = un(e, "abs", a);
+    return sel(e, negative, un(e, "negate", mag), mag);
+  }
   case TPU_OP_SIGMOID: return sigmoid(e, a);
   case TPU_OP_GELU: return bin(e, "multiply", a, gelu_cdf(e, a));
   case TPU_OP_GELU_BACKWARD: { /* grad * (cdf(x) + x * pdf(x)) */
@@ -293,6 +319,12 @@ static tpu_hlo_value emit_any(ew *e, const tpu_hlo_value *x) {
     return floating ? tpu_hlo_binary(e->h, "and", tpu_hlo_unary(e->h, "not", un(e, "is_finite", a)),
                                      cmp(e, "EQ", a, a))
                     : cmp(e, "NE", a, a);
+  case TPU_OP_ISPOSINF: case TPU_OP_ISNEGINF: {
+    if (!floating)
+      return cmp(e, "NE", a, a);
+    tpu_hlo_value inf = num(e, e->work == TPU_FLOAT32 ? "0x7F800000" : "0x7FF0000000000000");
+    return cmp(e, "EQ", a, e->call->op == TPU_OP_ISPOSINF ? inf : un(e, "negate", inf));
+  }
   default: return emit_float(e, x);
   }
 }

@@ -19,9 +19,7 @@ bool tpu_pjrt_reduce_supports(const tpu_op_call *call) {
   }
 }
 
-/* The identity of the maximum (max) or minimum for `elem` (float16 and bfloat16 reduce as
- * float32), as an MLIR literal. */
-static const char *identity(tpu_dtype elem, bool max) {
+const char *tpu_pjrt_reduce_identity(tpu_dtype elem, bool max) {
   switch (elem) {
   case TPU_FLOAT64: return max ? "0xFFF0000000000000" : "0x7FF0000000000000";
   case TPU_FLOAT32: case TPU_FLOAT16: case TPU_BFLOAT16: return max ? "0xFF800000" : "0x7F800000";
@@ -61,7 +59,7 @@ tpu_hlo_value tpu_pjrt_reduce_emit(tpu_hlo *h, const tpu_op_call *call, tpu_hlo_
     tpu_hlo_value x = in;
     if (in.elem == TPU_FLOAT16 || in.elem == TPU_BFLOAT16)
       x = tpu_hlo_convert(h, in, TPU_FLOAT32); /* exact; the extreme converts back exactly */
-    r = tpu_hlo_reduce(h, x, tpu_hlo_constant(h, x.elem, identity(in.elem, max)), dims, n,
+    r = tpu_hlo_reduce(h, x, tpu_hlo_constant(h, x.elem, tpu_pjrt_reduce_identity(in.elem, max)), dims, n,
                        max ? TPU_HLO_MAX : TPU_HLO_MIN);
     r = tpu_hlo_convert(h, r, in.elem);
   }

@@ -14,4 +14,8 @@ bool tpu_pjrt_reduce_supports(const tpu_op_call *call);
  * the input as read from its view. */
 tpu_hlo_value tpu_pjrt_reduce_emit(tpu_hlo *h, const tpu_op_call *call, tpu_hlo_value in);
 
+/* The identity of the maximum (max) or minimum for `elem` (float16 and bfloat16 reduce as
+ * float32), as an MLIR literal. */
+const char *tpu_pjrt_reduce_identity(tpu_dtype elem, bool max);
+
 #endif
