@@ -474,8 +474,8 @@ tpu_hlo_value tpu_hlo_take(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value index, int
 /* The reduction region's body: %r = p combined with q, values of rank 0. */
 static tpu_hlo_value combine_scalars(tpu_hlo *h, tpu_hlo_value p, tpu_hlo_value q,
                                      tpu_hlo_combine combine) {
-  if (combine == TPU_HLO_ADD)
-    return tpu_hlo_binary(h, "add", p, q);
+  if (combine == TPU_HLO_ADD || combine == TPU_HLO_MUL)
+    return tpu_hlo_binary(h, combine == TPU_HLO_ADD ? "add" : "multiply", p, q);
   tpu_hlo_value r = tpu_hlo_binary(h, combine == TPU_HLO_MAX ? "maximum" : "minimum", p, q);
   if (!tpu_dtype_is_floating(p.elem))
     return r;

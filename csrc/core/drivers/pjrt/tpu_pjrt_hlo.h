@@ -124,6 +124,7 @@ tpu_hlo_value tpu_hlo_take(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value index, int
 /* How tpu_hlo_reduce combines two elements. */
 typedef enum tpu_hlo_combine {
   TPU_HLO_ADD,
+  TPU_HLO_MUL,
   TPU_HLO_MAX, /* NaN wins */
   TPU_HLO_MIN, /* NaN wins */
 } tpu_hlo_combine;

@@ -1,0 +1,106 @@
+/* Reductions that compute statistics (ops/tpu_ops_reduce.h) in StableHLO: PROD, VAR (and the
+ * standard deviation, with the mean) and LOGSUMEXP. Floating inputs compute in float64 and round
+ * once into their output, which is never less exact than the host's float32 lanes; integer
+ * products wrap in int64, exactly as the host's. */
+#include <stdio.h>
+
+#include "drivers/pjrt/tpu_pjrt_family.h"
+
+static bool supports(const tpu_op_call *call) {
+  tpu_op_id op = call->op;
+  if (op != TPU_OP_PROD && op != TPU_OP_VAR && op != TPU_OP_LOGSUMEXP)
+    return false;
+  int max_outs = op == TPU_OP_VAR ? 2 : 1;
+  if (call->n_inputs != 1 || call->n_outputs < 1 || call->n_outputs > max_outs)
+    return false;
+  const tpu_tensor *in = &call->tensors[0];
+  if (in->dtype == TPU_BOOL || call->compute == TPU_BOOL ||
+      (op != TPU_OP_PROD && !tpu_dtype_is_floating(call->compute)))
+    return false;
+  for (int k = 1; k <= call->n_outputs; k++)
+    if (call->tensors[k].ndim != in->ndim)
+      return false;
+  return true;
+}
+
+/* The reduced dimensions (those the output takes to size 1) and how many elements each output
+ * element reduces. */
+static int reduced_dims(const tpu_op_call *call, int64_t *dims, int64_t *count) {
+  const tpu_tensor *in = &call->tensors[0], *out = &call->tensors[1];
+  int n = 0;
+  *count = 1;
+  for (int i = 0; i < in->ndim; i++)
+    if (out->sizes[i] == 1 && in->sizes[i] != 1) {
+      dims[n++] = i;
+      *count *= in->sizes[i];
+    }
+  return n;
+}
+
+/* r (x's dims without the reduced ones) broadcast back over x's dims. */
+static tpu_hlo_value spread(tpu_hlo *h, tpu_hlo_value r, tpu_hlo_value x, const int64_t *dims,
+                            int n) {
+  int64_t kept[TPU_MAX_DIMS];
+  for (int i = 0, j = 0, k = 0; i < x.rank; i++) {
+    if (k < n && dims[k] == i)
+      k++;
+    else
+      kept[j++] = i;
+  }
+  return tpu_hlo_broadcast(h, r, x.rank, x.dims, kept);
+}
+
+static tpu_hlo_value sum(tpu_hlo *h, tpu_hlo_value x, const int64_t *dims, int n) {
+  return tpu_hlo_reduce(h, x, tpu_hlo_constant(h, x.elem, "0.0"), dims, n, TPU_HLO_ADD);
+}
+
+static void emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
+                 tpu_pjrt_scalar_fn scalar, void *ctx, tpu_hlo_value *out, tpu_hlo_value *bad) {
+  (void)bad;
+  int64_t dims[TPU_MAX_DIMS], count;
+  int n = reduced_dims(call, dims, &count);
+  const tpu_tensor *first = &call->tensors[1];
+  bool floating = tpu_dtype_is_floating(call->compute);
+  tpu_dtype acc = floating ? TPU_FLOAT64 : TPU_INT64;
+  tpu_hlo_value x = tpu_hlo_convert(h, tpu_hlo_cast(h, in[0], call->compute), acc), r;
+  switch (call->op) {
+  case TPU_OP_PROD:
+    r = tpu_hlo_reduce(h, x, tpu_hlo_constant(h, acc, floating ? "1.0" : "1"), dims, n,
+                       TPU_HLO_MUL);
+    break;
+  case TPU_OP_LOGSUMEXP: { /* log(sum(exp(x - m))) + m, m the maximum or 0 when infinite */
+    tpu_hlo_value m = tpu_hlo_reduce(h, x, tpu_hlo_constant(h, acc, "0xFFF0000000000000"), dims,
+                                     n, TPU_HLO_MAX);
+    m = tpu_hlo_select(h, tpu_hlo_unary(h, "is_finite", m), m, tpu_hlo_full(h, acc, "0.0", &m));
+    tpu_hlo_value e = tpu_hlo_unary(h, "exponential",
+                                    tpu_hlo_binary(h, "subtract", x, spread(h, m, x, dims, n)));
+    r = tpu_hlo_binary(h, "add", tpu_hlo_unary(h, "log", sum(h, e, dims, n)), m);
+    break;
+  }
+  default: { /* VAR: squared deviations from the mean over max(n - correction, 0) */
+    char literal[32];
+    snprintf(literal, sizeof literal, "%lld.0", (long long)count);
+    tpu_hlo_value total = sum(h, x, dims, n);
+    tpu_hlo_value mean =
+        tpu_hlo_binary(h, "divide", total, tpu_hlo_full(h, acc, literal, &total));
+    tpu_hlo_value dev = tpu_hlo_binary(h, "subtract", x, spread(h, mean, x, dims, n));
+    tpu_hlo_value squares = sum(h, tpu_hlo_binary(h, "multiply", dev, dev), dims, n);
+    tpu_hlo_value correction = tpu_hlo_splat(h, scalar(ctx, 0, true), &squares);
+    tpu_hlo_value divisor = tpu_hlo_binary(h, "maximum",
+                                           tpu_hlo_binary(h, "subtract",
+                                                          tpu_hlo_full(h, acc, literal, &squares),
+                                                          correction),
+                                           tpu_hlo_full(h, acc, "0.0", &squares));
+    r = tpu_hlo_binary(h, "divide", squares, divisor);
+    if (call->scalars[1].i)
+      r = tpu_hlo_unary(h, "sqrt", r);
+    if (call->n_outputs == 2)
+      out[1] = tpu_hlo_reshape(h, tpu_hlo_convert(h, mean, call->compute),
+                               call->tensors[2].ndim, call->tensors[2].sizes);
+    break;
+  }
+  }
+  out[0] = tpu_hlo_reshape(h, tpu_hlo_convert(h, r, call->compute), first->ndim, first->sizes);
+}
+
+const tpu_pjrt_family tpu_pjrt_reduce_stats_family = {.supports = supports, .emit = emit};
