@@ -31,15 +31,34 @@ const char *tpu_pjrt_reduce_identity(tpu_dtype elem, bool max) {
   }
 }
 
-tpu_hlo_value tpu_pjrt_reduce_emit(tpu_hlo *h, const tpu_op_call *call, tpu_hlo_value in) {
+int tpu_pjrt_reduced_dims(const tpu_op_call *call, int64_t *dims, int64_t *count) {
   const tpu_tensor *src = &call->tensors[0], *out = &call->tensors[1];
-  int64_t dims[TPU_MAX_DIMS], count = 1;
   int n = 0;
+  *count = 1;
   for (int i = 0; i < src->ndim; i++)
     if (out->sizes[i] == 1 && src->sizes[i] != 1) {
       dims[n++] = i;
-      count *= src->sizes[i];
+      *count *= src->sizes[i];
     }
+  return n;
+}
+
+tpu_hlo_value tpu_pjrt_reduce_spread(tpu_hlo *h, tpu_hlo_value r, tpu_hlo_value x,
+                                     const int64_t *dims, int n) {
+  int64_t kept[TPU_MAX_DIMS];
+  for (int i = 0, j = 0, k = 0; i < x.rank; i++) {
+    if (k < n && dims[k] == i)
+      k++;
+    else
+      kept[j++] = i;
+  }
+  return tpu_hlo_broadcast(h, r, x.rank, x.dims, kept);
+}
+
+tpu_hlo_value tpu_pjrt_reduce_emit(tpu_hlo *h, const tpu_op_call *call, tpu_hlo_value in) {
+  const tpu_tensor *out = &call->tensors[1];
+  int64_t dims[TPU_MAX_DIMS], count;
+  int n = tpu_pjrt_reduced_dims(call, dims, &count);
   tpu_hlo_value r;
   if (call->op == TPU_OP_SUM) {
     /* Floats add in float64 (more exact than PyTorch's float32 cascade, never less), integers
@@ -59,8 +78,8 @@ tpu_hlo_value tpu_pjrt_reduce_emit(tpu_hlo *h, const tpu_op_call *call, tpu_hlo_
     tpu_hlo_value x = in;
     if (in.elem == TPU_FLOAT16 || in.elem == TPU_BFLOAT16)
       x = tpu_hlo_convert(h, in, TPU_FLOAT32); /* exact; the extreme converts back exactly */
-    r = tpu_hlo_reduce(h, x, tpu_hlo_constant(h, x.elem, tpu_pjrt_reduce_identity(in.elem, max)), dims, n,
-                       max ? TPU_HLO_MAX : TPU_HLO_MIN);
+    tpu_hlo_value init = tpu_hlo_constant(h, x.elem, tpu_pjrt_reduce_identity(in.elem, max));
+    r = tpu_hlo_reduce(h, x, init, dims, n, max ? TPU_HLO_MAX : TPU_HLO_MIN);
     r = tpu_hlo_convert(h, r, in.elem);
   }
   return tpu_hlo_reshape(h, r, out->ndim, out->sizes);

@@ -28,16 +28,6 @@ static bool supports(const tpu_op_call *call) {
   return true;
 }
 
-/* The reduced dimensions: those whose size the output takes to 1. */
-static int reduced_dims(const tpu_op_call *call, int64_t *dims) {
-  const tpu_tensor *in = &call->tensors[0], *out = &call->tensors[1];
-  int n = 0;
-  for (int i = 0; i < in->ndim; i++)
-    if (out->sizes[i] == 1 && in->sizes[i] != 1)
-      dims[n++] = i;
-  return n;
-}
-
 /* Each element's position in the row-major order of the reduced dimensions (int64, x's dims). */
 static tpu_hlo_value positions(tpu_hlo *h, tpu_hlo_value x, const int64_t *dims, int n) {
   tpu_hlo_value pos = tpu_hlo_full(h, TPU_INT64, "0", &x);
@@ -71,8 +61,8 @@ static void emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
   (void)scalar;
   (void)ctx;
   (void)bad;
-  int64_t dims[TPU_MAX_DIMS];
-  int n = reduced_dims(call, dims);
+  int64_t dims[TPU_MAX_DIMS], count;
+  int n = tpu_pjrt_reduced_dims(call, dims, &count);
   const tpu_tensor *first = &call->tensors[1], *last = &call->tensors[call->n_outputs];
   tpu_op_id op = call->op;
   if (!is_extreme(op)) {
@@ -94,15 +84,7 @@ static void emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
   if (x.elem == TPU_FLOAT16 || x.elem == TPU_BFLOAT16)
     x = tpu_hlo_convert(h, x, TPU_FLOAT32); /* exact; the extreme converts back exactly */
   tpu_hlo_value m = extreme(h, x, dims, n, max);
-  /* m broadcast back over the reduced dimensions. */
-  int64_t kept[TPU_MAX_DIMS];
-  for (int i = 0, j = 0, r = 0; i < x.rank; i++) {
-    if (r < n && dims[r] == i)
-      r++;
-    else
-      kept[j++] = i;
-  }
-  tpu_hlo_value m_all = tpu_hlo_broadcast(h, m, x.rank, x.dims, kept);
+  tpu_hlo_value m_all = tpu_pjrt_reduce_spread(h, m, x, dims, n);
   tpu_hlo_value hit = tpu_hlo_binary(h, "or", tpu_hlo_compare(h, "EQ", x, m_all),
                                      tpu_hlo_compare(h, "NE", x, x));
   tpu_hlo_value pos = positions(h, x, dims, n);

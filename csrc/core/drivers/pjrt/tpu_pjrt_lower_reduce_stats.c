@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "drivers/pjrt/tpu_pjrt_family.h"
+#include "drivers/pjrt/tpu_pjrt_lower_reduce.h"
 
 static bool supports(const tpu_op_call *call) {
   tpu_op_id op = call->op;
@@ -23,33 +24,6 @@ static bool supports(const tpu_op_call *call) {
   return true;
 }
 
-/* The reduced dimensions (those the output takes to size 1) and how many elements each output
- * element reduces. */
-static int reduced_dims(const tpu_op_call *call, int64_t *dims, int64_t *count) {
-  const tpu_tensor *in = &call->tensors[0], *out = &call->tensors[1];
-  int n = 0;
-  *count = 1;
-  for (int i = 0; i < in->ndim; i++)
-    if (out->sizes[i] == 1 && in->sizes[i] != 1) {
-      dims[n++] = i;
-      *count *= in->sizes[i];
-    }
-  return n;
-}
-
-/* r (x's dims without the reduced ones) broadcast back over x's dims. */
-static tpu_hlo_value spread(tpu_hlo *h, tpu_hlo_value r, tpu_hlo_value x, const int64_t *dims,
-                            int n) {
-  int64_t kept[TPU_MAX_DIMS];
-  for (int i = 0, j = 0, k = 0; i < x.rank; i++) {
-    if (k < n && dims[k] == i)
-      k++;
-    else
-      kept[j++] = i;
-  }
-  return tpu_hlo_broadcast(h, r, x.rank, x.dims, kept);
-}
-
 static tpu_hlo_value sum(tpu_hlo *h, tpu_hlo_value x, const int64_t *dims, int n) {
   return tpu_hlo_reduce(h, x, tpu_hlo_constant(h, x.elem, "0.0"), dims, n, TPU_HLO_ADD);
 }
@@ -58,7 +32,7 @@ static void emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
                  tpu_pjrt_scalar_fn scalar, void *ctx, tpu_hlo_value *out, tpu_hlo_value *bad) {
   (void)bad;
   int64_t dims[TPU_MAX_DIMS], count;
-  int n = reduced_dims(call, dims, &count);
+  int n = tpu_pjrt_reduced_dims(call, dims, &count);
   const tpu_tensor *first = &call->tensors[1];
   bool floating = tpu_dtype_is_floating(call->compute);
   tpu_dtype acc = floating ? TPU_FLOAT64 : TPU_INT64;
@@ -72,8 +46,9 @@ static void emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
     tpu_hlo_value m = tpu_hlo_reduce(h, x, tpu_hlo_constant(h, acc, "0xFFF0000000000000"), dims,
                                      n, TPU_HLO_MAX);
     m = tpu_hlo_select(h, tpu_hlo_unary(h, "is_finite", m), m, tpu_hlo_full(h, acc, "0.0", &m));
-    tpu_hlo_value e = tpu_hlo_unary(h, "exponential",
-                                    tpu_hlo_binary(h, "subtract", x, spread(h, m, x, dims, n)));
+    tpu_hlo_value shifted =
+        tpu_hlo_binary(h, "subtract", x, tpu_pjrt_reduce_spread(h, m, x, dims, n));
+    tpu_hlo_value e = tpu_hlo_unary(h, "exponential", shifted);
     r = tpu_hlo_binary(h, "add", tpu_hlo_unary(h, "log", sum(h, e, dims, n)), m);
     break;
   }
@@ -83,7 +58,8 @@ static void emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
     tpu_hlo_value total = sum(h, x, dims, n);
     tpu_hlo_value mean =
         tpu_hlo_binary(h, "divide", total, tpu_hlo_full(h, acc, literal, &total));
-    tpu_hlo_value dev = tpu_hlo_binary(h, "subtract", x, spread(h, mean, x, dims, n));
+    tpu_hlo_value dev =
+        tpu_hlo_binary(h, "subtract", x, tpu_pjrt_reduce_spread(h, mean, x, dims, n));
     tpu_hlo_value squares = sum(h, tpu_hlo_binary(h, "multiply", dev, dev), dims, n);
     tpu_hlo_value correction = tpu_hlo_splat(h, scalar(ctx, 0, true), &squares);
     tpu_hlo_value divisor = tpu_hlo_binary(h, "maximum",
