@@ -31,6 +31,11 @@ static int kinds_of(tpu_op_id op) {
   case TPU_OP_ADDCMUL: case TPU_OP_ADDCDIV: case TPU_OP_NAN_TO_NUM: case TPU_OP_TAN:
   case TPU_OP_SINH: case TPU_OP_COSH: case TPU_OP_ASIN: case TPU_OP_ACOS: case TPU_OP_ATAN:
   case TPU_OP_ATAN2: case TPU_OP_ERFC: case TPU_OP_ERFINV: case TPU_OP_FRAC: case TPU_OP_COPYSIGN:
+  case TPU_OP_EXP2: case TPU_OP_LOG2: case TPU_OP_LOG10: case TPU_OP_GELU_TANH:
+  case TPU_OP_GELU_TANH_BACKWARD: case TPU_OP_MISH: case TPU_OP_MISH_BACKWARD:
+  case TPU_OP_HARDSWISH: case TPU_OP_HARDSWISH_BACKWARD: case TPU_OP_HARDSIGMOID:
+  case TPU_OP_HARDSIGMOID_BACKWARD: case TPU_OP_SOFTPLUS: case TPU_OP_SOFTPLUS_BACKWARD:
+  case TPU_OP_ELU: case TPU_OP_ELU_BACKWARD: case TPU_OP_LOGIT: case TPU_OP_LOGIT_BACKWARD:
     return F;
   default:
     return 0;
@@ -158,7 +163,7 @@ static bool has_domain(tpu_op_id op) {
   switch (op) {
   case TPU_OP_POW: case TPU_OP_SQRT: case TPU_OP_RSQRT: case TPU_OP_LOG: case TPU_OP_LOG1P:
   case TPU_OP_SIN: case TPU_OP_COS: case TPU_OP_POW_SCALAR: case TPU_OP_TAN: case TPU_OP_ASIN:
-  case TPU_OP_ACOS: case TPU_OP_ERFINV:
+  case TPU_OP_ACOS: case TPU_OP_ERFINV: case TPU_OP_LOG2: case TPU_OP_LOG10:
     return true;
   default:
     return false;
@@ -180,6 +185,12 @@ static tpu_hlo_value emit_domain(ew *e, const tpu_hlo_value *x) {
   case TPU_OP_ASIN: return positive_nan(e, tpu_hlo_chlo_unary(e->h, "asin", a), x, 1);
   case TPU_OP_ACOS: return positive_nan(e, tpu_hlo_chlo_unary(e->h, "acos", a), x, 1);
   case TPU_OP_ERFINV: return positive_nan(e, tpu_hlo_chlo_unary(e->h, "erf_inv", a), x, 1);
+  case TPU_OP_LOG2:
+    return positive_nan(e, bin(e, "multiply", un(e, "log", a), num(e, "1.4426950408889634074")),
+                        x, 1);
+  case TPU_OP_LOG10:
+    return positive_nan(e, bin(e, "multiply", un(e, "log", a), num(e, "0.43429448190325182765")),
+                        x, 1);
   case TPU_OP_POW_SCALAR: {
     tpu_hlo_value s = scal(e, 0), both[2] = {a, s};
     return positive_nan(e, pow_scalar(e, a, s), both, 2);
@@ -188,18 +199,124 @@ static tpu_hlo_value emit_domain(ew *e, const tpu_hlo_value *x) {
   }
 }
 
+/* a / b. XLA may divide by a broadcast value through its reciprocal; float32 quotients are taken
+ * in float64 instead, which rounds to the correctly rounded float32 quotient. */
+static tpu_hlo_value quotient(ew *e, tpu_hlo_value a, tpu_hlo_value b) {
+  if (e->work != TPU_FLOAT32)
+    return bin(e, "divide", a, b);
+  return tpu_hlo_convert(e->h,
+                         bin(e, "divide", tpu_hlo_convert(e->h, a, TPU_FLOAT64),
+                             tpu_hlo_convert(e->h, b, TPU_FLOAT64)),
+                         TPU_FLOAT32);
+}
+
+/* The activations of ops/tpu_ops_elementwise.h in PyTorch CPU's forms, and logit. */
+static tpu_hlo_value emit_activation(ew *e, const tpu_hlo_value *x) {
+  tpu_hlo_value a = x[0], b = e->call->n_inputs > 1 ? x[1] : x[0];
+  tpu_hlo_value zero = num(e, "0.0"), one = num(e, "1.0");
+  switch (e->call->op) {
+  case TPU_OP_GELU_TANH: { /* 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) */
+    tpu_hlo_value cube = bin(e, "multiply", bin(e, "multiply", a, a), a);
+    tpu_hlo_value inner = bin(e, "multiply", num(e, "0.79788456080286535588"),
+                              bin(e, "add", a, bin(e, "multiply", num(e, "0.044715"), cube)));
+    return bin(e, "multiply", bin(e, "multiply", num(e, "0.5"), a),
+               bin(e, "add", one, un(e, "tanh", inner)));
+  }
+  case TPU_OP_GELU_TANH_BACKWARD: { /* (grad, x) */
+    tpu_hlo_value sq = bin(e, "multiply", b, b), kappa = num(e, "0.044715");
+    tpu_hlo_value beta = num(e, "0.79788456080286535588");
+    tpu_hlo_value inner = bin(e, "multiply", beta,
+                              bin(e, "add", b, bin(e, "multiply", kappa,
+                                                   bin(e, "multiply", sq, b))));
+    tpu_hlo_value t = un(e, "tanh", inner);
+    tpu_hlo_value left = bin(e, "multiply", num(e, "0.5"), b);
+    tpu_hlo_value left_d = bin(e, "multiply", num(e, "0.5"), bin(e, "add", one, t));
+    tpu_hlo_value slope = bin(e, "multiply", beta,
+                              bin(e, "add", one, bin(e, "multiply", num(e, "0.134145"), sq)));
+    tpu_hlo_value right_d = bin(e, "multiply", bin(e, "multiply", left,
+                                                   bin(e, "subtract", one,
+                                                       bin(e, "multiply", t, t))),
+                                slope);
+    return bin(e, "multiply", a, bin(e, "add", left_d, right_d));
+  }
+  case TPU_OP_MISH: /* x tanh(log1p(exp(x))) */
+    return bin(e, "multiply", a, un(e, "tanh", un(e, "log_plus_one", un(e, "exponential", a))));
+  case TPU_OP_MISH_BACKWARD: { /* grad (t + x sigmoid(x) (1 - t^2)), t = tanh(softplus(x)) */
+    tpu_hlo_value t = un(e, "tanh", un(e, "log_plus_one", un(e, "exponential", b)));
+    tpu_hlo_value d = bin(e, "multiply", bin(e, "multiply", b, sigmoid(e, b)),
+                          bin(e, "subtract", one, bin(e, "multiply", t, t)));
+    return bin(e, "multiply", a, bin(e, "add", t, d));
+  }
+  case TPU_OP_HARDSWISH: case TPU_OP_HARDSIGMOID: { /* [x *] min(max(x + 3, 0), 6) / 6 */
+    tpu_hlo_value six = num(e, "6.0");
+    tpu_hlo_value r = minmax(e, "minimum", minmax(e, "maximum", bin(e, "add", a, num(e, "3.0")),
+                                                  zero), six);
+    return quotient(e, e->call->op == TPU_OP_HARDSWISH ? bin(e, "multiply", a, r) : r, six);
+  }
+  case TPU_OP_HARDSWISH_BACKWARD: /* (grad, x) */
+    return sel(e, cmp(e, "LT", b, num(e, "-3.0")), zero,
+               sel(e, cmp(e, "LE", b, num(e, "3.0")),
+                   bin(e, "multiply", a, bin(e, "add", quotient(e, b, num(e, "3.0")),
+                                             num(e, "0.5"))),
+                   a));
+  case TPU_OP_HARDSIGMOID_BACKWARD: /* (grad, x) */
+    return sel(e, tpu_hlo_binary(e->h, "and", cmp(e, "GT", b, num(e, "-3.0")),
+                                 cmp(e, "LT", b, num(e, "3.0"))),
+               bin(e, "multiply", a, num(e, "0.16666667163372039795")), /* CPU's float 1/6 */
+               zero);
+  case TPU_OP_SOFTPLUS: { /* x beta > threshold ? x : log1p(exp(x beta)) / beta */
+    tpu_hlo_value xb = bin(e, "multiply", a, scal(e, 0));
+    return sel(e, cmp(e, "GT", xb, scal(e, 1)), a,
+               quotient(e, un(e, "log_plus_one", un(e, "exponential", xb)), scal(e, 0)));
+  }
+  case TPU_OP_SOFTPLUS_BACKWARD: { /* (grad, x): z = exp(x beta); grad z / (z + 1) */
+    tpu_hlo_value xb = bin(e, "multiply", b, scal(e, 0)), z = un(e, "exponential", xb);
+    return sel(e, cmp(e, "GT", xb, scal(e, 1)), a,
+               quotient(e, bin(e, "multiply", a, z), bin(e, "add", z, one)));
+  }
+  case TPU_OP_ELU: { /* x <= 0 ? (exp(x input_scale) - 1) alpha scale : x scale */
+    tpu_hlo_value neg = bin(e, "multiply",
+                            bin(e, "subtract", un(e, "exponential",
+                                                  bin(e, "multiply", a, scal(e, 2))), one),
+                            bin(e, "multiply", scal(e, 0), scal(e, 1)));
+    return sel(e, cmp(e, "LE", a, zero), neg, bin(e, "multiply", a, scal(e, 1)));
+  }
+  case TPU_OP_ELU_BACKWARD: { /* (grad, x or the result when s3) */
+    tpu_hlo_value negcoef = bin(e, "multiply", scal(e, 0), scal(e, 1)), negin = scal(e, 2);
+    tpu_hlo_value of_result = bin(e, "multiply", bin(e, "multiply", a, negin),
+                                  bin(e, "add", b, negcoef));
+    tpu_hlo_value of_input = bin(e, "multiply",
+                                 bin(e, "multiply", bin(e, "multiply", a, negin), negcoef),
+                                 un(e, "exponential", bin(e, "multiply", b, negin)));
+    tpu_hlo_value given_result = cmp(e, "NE", scal(e, 3), zero);
+    return sel(e, cmp(e, "LE", b, zero), sel(e, given_result, of_result, of_input),
+               bin(e, "multiply", a, scal(e, 1)));
+  }
+  case TPU_OP_LOGIT: { /* log(z / (1 - z)), z = x clamped to [eps, 1 - eps] when eps >= 0 */
+    tpu_hlo_value eps = scal(e, 0), clamped = minmax(e, "minimum", minmax(e, "maximum", a, eps),
+                                                     bin(e, "subtract", one, eps));
+    tpu_hlo_value z = sel(e, cmp(e, "LT", eps, zero), a, clamped);
+    return positive_nan(e, un(e, "log", quotient(e, z, bin(e, "subtract", one, z))), x, 1);
+  }
+  case TPU_OP_LOGIT_BACKWARD: { /* (grad, x): grad / (x (1 - x)) inside the range */
+    tpu_hlo_value eps = scal(e, 0);
+    tpu_hlo_value d = quotient(e, a, bin(e, "multiply", b, bin(e, "subtract", one, b)));
+    tpu_hlo_value outside_unit = tpu_hlo_binary(e->h, "or", cmp(e, "LT", b, zero),
+                                                cmp(e, "GT", b, one));
+    tpu_hlo_value outside_eps = tpu_hlo_binary(e->h, "or", cmp(e, "LT", b, eps),
+                                               cmp(e, "GT", b, bin(e, "subtract", one, eps)));
+    tpu_hlo_value nan = num(e, e->work == TPU_FLOAT64 ? "0x7FF8000000000000" : "0x7FC00000");
+    tpu_hlo_value no_eps = sel(e, outside_unit, nan, d);
+    return sel(e, cmp(e, "LT", eps, zero), no_eps, sel(e, outside_eps, zero, d));
+  }
+  default: return a;
+  }
+}
+
 static tpu_hlo_value emit_float(ew *e, const tpu_hlo_value *x) {
   tpu_hlo_value a = x[0], b = e->call->n_inputs > 1 ? x[1] : x[0];
   switch (e->call->op) {
-  case TPU_OP_DIV:
-    /* XLA may divide by a broadcast value through its reciprocal; float32 quotients are taken in
-     * float64 instead, which rounds to the correctly rounded float32 quotient. */
-    if (e->work == TPU_FLOAT32)
-      return tpu_hlo_convert(e->h,
-                             bin(e, "divide", tpu_hlo_convert(e->h, a, TPU_FLOAT64),
-                                 tpu_hlo_convert(e->h, b, TPU_FLOAT64)),
-                             TPU_FLOAT32);
-    return bin(e, "divide", a, b);
+  case TPU_OP_DIV: return quotient(e, a, b);
   case TPU_OP_RECIPROCAL: return bin(e, "divide", num(e, "1.0"), a);
   case TPU_OP_EXP: return un(e, "exponential", a);
   case TPU_OP_EXPM1: return un(e, "exponential_minus_one", a);
@@ -207,8 +324,9 @@ static tpu_hlo_value emit_float(ew *e, const tpu_hlo_value *x) {
   case TPU_OP_ERF: return tpu_hlo_chlo_unary(e->h, "erf", a);
   case TPU_OP_POW: case TPU_OP_SQRT: case TPU_OP_RSQRT: case TPU_OP_LOG: case TPU_OP_LOG1P:
   case TPU_OP_SIN: case TPU_OP_COS: case TPU_OP_POW_SCALAR: case TPU_OP_TAN: case TPU_OP_ASIN:
-  case TPU_OP_ACOS: case TPU_OP_ERFINV:
+  case TPU_OP_ACOS: case TPU_OP_ERFINV: case TPU_OP_LOG2: case TPU_OP_LOG10:
     return emit_domain(e, x);
+  case TPU_OP_EXP2: return bin(e, "power", num(e, "2.0"), a);
   case TPU_OP_SINH: return tpu_hlo_chlo_unary(e->h, "sinh", a);
   case TPU_OP_COSH: return tpu_hlo_chlo_unary(e->h, "cosh", a);
   case TPU_OP_ATAN: /* XLA's CPU compiler folds atan2(x, 1) into a vectorized atan that is
@@ -266,7 +384,7 @@ static tpu_hlo_value emit_float(ew *e, const tpu_hlo_value *x) {
     r = sel(e, cmp(e, "EQ", a, inf), scal(e, 1), r);
     return sel(e, cmp(e, "EQ", a, un(e, "negate", inf)), scal(e, 2), r);
   }
-  default: return a;
+  default: return emit_activation(e, x);
   }
 }
 
