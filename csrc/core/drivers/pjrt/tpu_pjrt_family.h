@@ -36,6 +36,7 @@ typedef struct tpu_pjrt_family {
 } tpu_pjrt_family;
 
 extern const tpu_pjrt_family tpu_pjrt_index_family;     /* tpu_pjrt_lower_index.c */
+extern const tpu_pjrt_family tpu_pjrt_trilu_family;     /* tpu_pjrt_lower_index.c */
 extern const tpu_pjrt_family tpu_pjrt_norm_family;      /* tpu_pjrt_lower_norm.c */
 extern const tpu_pjrt_family tpu_pjrt_nn_family;        /* tpu_pjrt_lower_nn.c */
 extern const tpu_pjrt_family tpu_pjrt_loss_family;      /* tpu_pjrt_lower_nn_loss.c */

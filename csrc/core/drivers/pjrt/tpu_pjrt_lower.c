@@ -42,7 +42,7 @@ static bool is_elementwise(tpu_op_id op) {
 
 const tpu_pjrt_family *tpu_pjrt_family_of(const tpu_op_call *call) {
   static const tpu_pjrt_family *const families[] = {
-      &tpu_pjrt_index_family, &tpu_pjrt_norm_family, &tpu_pjrt_nn_family,
+      &tpu_pjrt_index_family, &tpu_pjrt_trilu_family, &tpu_pjrt_norm_family, &tpu_pjrt_nn_family,
       &tpu_pjrt_attention_family, &tpu_pjrt_random_family, &tpu_pjrt_rnn_family,
       &tpu_pjrt_conv_family, &tpu_pjrt_batch_norm_family, &tpu_pjrt_loss_family,
       &tpu_pjrt_reduce_pick_family, &tpu_pjrt_reduce_stats_family};
