@@ -524,6 +524,29 @@ tpu_hlo_value tpu_hlo_reduce(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value init, co
   return r;
 }
 
+tpu_hlo_value tpu_hlo_prefix_sum(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value init, int dim) {
+  int64_t window[TPU_MAX_DIMS + 1], strides[TPU_MAX_DIMS + 1];
+  for (int i = 0; i < x.rank; i++) {
+    window[i] = i == dim ? x.dims[i] : 1;
+    strides[i] = 1;
+  }
+  tpu_hlo_value r = new_value(h, x.elem, x.rank, x.dims);
+  const tpu_hlo_value *ops[] = {&x, &init};
+  begin_op(h, &r, "stablehlo.reduce_window", ops, 2);
+  emit_region(h, x.elem, TPU_HLO_ADD);
+  emit(h, " {");
+  emit_i64s(h, "window_dimensions", window, x.rank);
+  emit(h, ", ");
+  emit_i64s(h, "window_strides", strides, x.rank);
+  /* Each output sums the window ending at it: x.dims[dim] - 1 pad elements before the data. */
+  emit(h, ", padding = dense<[");
+  for (int i = 0; i < x.rank; i++)
+    emit(h, "%s[%lld, 0]", i ? ", " : "", (long long)(i == dim ? x.dims[i] - 1 : 0));
+  emit(h, "]> : tensor<%dx2xi64>}", x.rank);
+  end_op(h, &r, ops, 2);
+  return r;
+}
+
 tpu_hlo_value tpu_hlo_scatter_add(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value index,
                                   tpu_hlo_value updates) {
   int64_t column[2] = {index.dims[0], 1}, window[TPU_MAX_DIMS + 1];

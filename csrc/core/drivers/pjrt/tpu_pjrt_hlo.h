@@ -133,6 +133,9 @@ typedef enum tpu_hlo_combine {
 tpu_hlo_value tpu_hlo_reduce(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value init, const int64_t *dims,
                              int n, tpu_hlo_combine combine);
 
+/* The running sums of x along `dim` (x's dims; rank >= 1) from the scalar `init` (its zero). */
+tpu_hlo_value tpu_hlo_prefix_sum(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value init, int dim);
+
 /* x with updates[i] added to its slice index[i] along dimension 0 (index: rank-1 int64; updates:
  * [index length, x's other dims]). Out-of-range indices add nothing. */
 tpu_hlo_value tpu_hlo_scatter_add(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value index,

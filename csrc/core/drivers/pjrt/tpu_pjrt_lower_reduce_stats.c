@@ -1,14 +1,25 @@
 /* Reductions that compute statistics (ops/tpu_ops_reduce.h) in StableHLO: PROD, VAR (and the
- * standard deviation, with the mean) and LOGSUMEXP. Floating inputs compute in float64 and round
- * once into their output, which is never less exact than the host's float32 lanes; integer
- * products wrap in int64, exactly as the host's. */
+ * standard deviation, with the mean), LOGSUMEXP, and the running sums of CUMSUM. Floating inputs
+ * compute in float64 and round once into their output, which is never less exact than the host's
+ * float32 lanes; integers wrap in int64, exactly as the host's. */
 #include <stdio.h>
 
 #include "drivers/pjrt/tpu_pjrt_family.h"
 #include "drivers/pjrt/tpu_pjrt_lower_reduce.h"
 
+/* CUMSUM over a real input of rank >= 1 into an output of its sizes: each element cast to the
+ * output's dtype, then summed in float64 (floats) or wrapping int64 (integers). */
+static bool supports_cumsum(const tpu_op_call *call) {
+  const tpu_tensor *in = &call->tensors[0], *out = &call->tensors[1];
+  return call->n_inputs == 1 && call->n_outputs == 1 && in->ndim >= 1 &&
+         tpu_tensor_same_sizes(in, out) && in->dtype != TPU_BOOL && out->dtype != TPU_BOOL &&
+         call->scalars[0].i >= 0 && call->scalars[0].i < in->ndim;
+}
+
 static bool supports(const tpu_op_call *call) {
   tpu_op_id op = call->op;
+  if (op == TPU_OP_CUMSUM)
+    return supports_cumsum(call);
   if (op != TPU_OP_PROD && op != TPU_OP_VAR && op != TPU_OP_LOGSUMEXP)
     return false;
   int max_outs = op == TPU_OP_VAR ? 2 : 1;
@@ -31,6 +42,14 @@ static tpu_hlo_value sum(tpu_hlo *h, tpu_hlo_value x, const int64_t *dims, int n
 static void emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
                  tpu_pjrt_scalar_fn scalar, void *ctx, tpu_hlo_value *out, tpu_hlo_value *bad) {
   (void)bad;
+  if (call->op == TPU_OP_CUMSUM) {
+    tpu_dtype to = call->tensors[1].dtype;
+    tpu_dtype acc = tpu_dtype_is_floating(to) ? TPU_FLOAT64 : TPU_INT64;
+    tpu_hlo_value x = tpu_hlo_convert(h, tpu_hlo_cast(h, in[0], to), acc);
+    out[0] = tpu_hlo_prefix_sum(h, x, tpu_hlo_constant(h, acc, acc == TPU_FLOAT64 ? "0.0" : "0"),
+                                (int)call->scalars[0].i);
+    return;
+  }
   int64_t dims[TPU_MAX_DIMS], count;
   int n = tpu_pjrt_reduced_dims(call, dims, &count);
   const tpu_tensor *first = &call->tensors[1];
