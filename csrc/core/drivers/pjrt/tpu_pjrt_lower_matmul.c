@@ -9,7 +9,9 @@ bool tpu_pjrt_matmul_supports(const tpu_op_call *call) {
     return false;
   }
   const tpu_tensor *a = &call->tensors[0];
-  if (!tpu_dtype_is_floating(a->dtype) || call->scalars[4].i != 0)
+  bool real = tpu_dtype_is_computable(a->dtype) && !tpu_dtype_is_complex(a->dtype) &&
+              a->dtype != TPU_BOOL;
+  if (!real || call->scalars[4].i != 0)
     return false;
   for (int i = 0; i < call->n_inputs + call->n_outputs; i++)
     if (call->tensors[i].ndim != 3 || call->tensors[i].dtype != a->dtype ||
@@ -21,18 +23,20 @@ bool tpu_pjrt_matmul_supports(const tpu_op_call *call) {
 tpu_hlo_value tpu_pjrt_matmul_emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
                                    tpu_pjrt_scalar_fn scalar, void *ctx) {
   tpu_dtype dtype = call->tensors[0].dtype;
-  tpu_dtype acc = dtype == TPU_FLOAT64 ? TPU_FLOAT64 : TPU_FLOAT32;
+  bool floating = tpu_dtype_is_floating(dtype);
+  /* Integers multiply and add in int64, which wraps into the dtype as the host's sums do. */
+  tpu_dtype acc = !floating ? TPU_INT64 : dtype == TPU_FLOAT64 ? TPU_FLOAT64 : TPU_FLOAT32;
   const tpu_tensor *out = &call->tensors[call->n_inputs];
   bool sum_batches = out->sizes[0] == 1 && call->tensors[0].sizes[0] != 1;
   /* Widened first (exactly): XLA's CPU dot has no bfloat16 x bfloat16 = float32 form. */
   tpu_hlo_value a = tpu_hlo_convert(h, in[0], acc), b = tpu_hlo_convert(h, in[1], acc);
   tpu_hlo_value ab = tpu_hlo_dot(h, a, b, sum_batches, acc);
   ab = tpu_hlo_reshape(h, ab, 3, out->sizes);
-  tpu_hlo_value alpha = tpu_hlo_splat(h, tpu_hlo_convert(h, scalar(ctx, 0, true), acc), &ab);
+  tpu_hlo_value alpha = tpu_hlo_splat(h, tpu_hlo_convert(h, scalar(ctx, 0, floating), acc), &ab);
   tpu_hlo_value r = tpu_hlo_binary(h, "multiply", alpha, ab);
   if (call->n_inputs == 3) {
-    tpu_hlo_value beta = tpu_hlo_convert(h, scalar(ctx, 1, true), acc);
-    tpu_hlo_value zero = tpu_hlo_constant(h, acc, "0.0");
+    tpu_hlo_value beta = tpu_hlo_convert(h, scalar(ctx, 1, floating), acc);
+    tpu_hlo_value zero = tpu_hlo_constant(h, acc, floating ? "0.0" : "0");
     tpu_hlo_value keep = tpu_hlo_compare(h, "EQ", beta, zero);
     tpu_hlo_value c = tpu_hlo_convert(h, in[2], acc);
     tpu_hlo_value with_c =
