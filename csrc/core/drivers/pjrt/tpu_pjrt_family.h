@@ -1,8 +1,8 @@
 /* An op family with its own StableHLO emitter for calls of several operands and outputs (index
  * ops, norms, losses, attention, random draws, recurrent cells, convolutions, batch norm, the
- * reductions that pick or test elements, and those computing statistics). The lowering
- * (drivers/pjrt/tpu_pjrt_lower.c) reads the present inputs from their views, calls emit, and
- * writes each present output, rounded to its dtype. */
+ * reductions that pick or test elements and those computing statistics, the gradient scaler).
+ * The lowering (drivers/pjrt/tpu_pjrt_lower.c) reads the present inputs from their views, calls
+ * emit, and writes each present output, rounded to its dtype. */
 #ifndef TPU_PJRT_FAMILY_H
 #define TPU_PJRT_FAMILY_H
 
@@ -47,6 +47,7 @@ extern const tpu_pjrt_family tpu_pjrt_conv_family;      /* tpu_pjrt_lower_conv.c
 extern const tpu_pjrt_family tpu_pjrt_batch_norm_family; /* tpu_pjrt_lower_norm_batch.c */
 extern const tpu_pjrt_family tpu_pjrt_reduce_pick_family; /* tpu_pjrt_lower_reduce_pick.c */
 extern const tpu_pjrt_family tpu_pjrt_reduce_stats_family; /* tpu_pjrt_lower_reduce_stats.c */
+extern const tpu_pjrt_family tpu_pjrt_optim_family;      /* tpu_pjrt_lower_optim.c */
 
 /* The family whose emitter lowers `call`, or NULL. */
 const tpu_pjrt_family *tpu_pjrt_family_of(const tpu_op_call *call);

@@ -45,7 +45,7 @@ const tpu_pjrt_family *tpu_pjrt_family_of(const tpu_op_call *call) {
       &tpu_pjrt_index_family, &tpu_pjrt_trilu_family, &tpu_pjrt_norm_family, &tpu_pjrt_nn_family,
       &tpu_pjrt_attention_family, &tpu_pjrt_random_family, &tpu_pjrt_rnn_family,
       &tpu_pjrt_conv_family, &tpu_pjrt_batch_norm_family, &tpu_pjrt_loss_family,
-      &tpu_pjrt_reduce_pick_family, &tpu_pjrt_reduce_stats_family};
+      &tpu_pjrt_reduce_pick_family, &tpu_pjrt_reduce_stats_family, &tpu_pjrt_optim_family};
   for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
     if (families[i]->supports(call))
       return families[i];
