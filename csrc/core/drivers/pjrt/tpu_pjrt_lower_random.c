@@ -1,8 +1,9 @@
-/* Random ops (ops/tpu_ops_random.h) in StableHLO: UNIFORM, BERNOULLI with a scalar p, DROPOUT and
- * DROPOUT_BACKWARD. The module computes the stream's Philox4x32-10 words itself from the seed and
- * offset, which are runtime arguments (a new offset never recompiles), with the counters and
- * rounding of the host driver's kernels, so both drivers draw the same values bit for bit. NORMAL
- * stays with the host's kernel: its logarithm and cosine are libm's. */
+/* Random ops (ops/tpu_ops_random.h) in StableHLO: UNIFORM, NORMAL, BERNOULLI with a scalar p,
+ * DROPOUT and DROPOUT_BACKWARD. The module computes the stream's Philox4x32-10 words itself from
+ * the seed and offset, which are runtime arguments (a new offset never recompiles), with the
+ * counters and rounding of the host driver's kernels, so both drivers draw the same values bit for
+ * bit; NORMAL's logarithm, cosine and sine are XLA's where the host's are libm's, so its values
+ * agree within a few units in the last place. */
 #include <string.h>
 
 #include "drivers/pjrt/tpu_pjrt_family.h"
@@ -18,7 +19,7 @@ static bool same_sizes(const tpu_tensor *a, const tpu_tensor *b) {
 static bool supports(const tpu_op_call *call) {
   const tpu_tensor *t = call->tensors;
   switch (call->op) {
-  case TPU_OP_UNIFORM:
+  case TPU_OP_UNIFORM: case TPU_OP_NORMAL:
     return call->n_inputs == 0 && call->n_outputs == 1 && floating_real(t[0].dtype);
   case TPU_OP_BERNOULLI: /* a p tensor is checked against [0, 1]: the host's kernel does that */
     return call->n_inputs == 0 && call->n_outputs == 1 && tpu_dtype_is_computable(t[0].dtype) &&
@@ -93,21 +94,19 @@ static tpu_hlo_value philox_words(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *c
   return tpu_hlo_slice(h, words, &start, &n);
 }
 
-/* Element i's float uniform in [0, 1): word i's low 24 bits * 2^-24, shaped as `out`. */
-static tpu_hlo_value uniforms_f32(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *ctx,
-                                  const tpu_tensor *out) {
-  tpu_hlo_value w = philox_words(h, scalar, ctx, tpu_tensor_numel(out));
+/* Float uniforms in [0, 1) of elements [0, n): word i's low 24 bits * 2^-24, rank 1. */
+static tpu_hlo_value uniforms_f32(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *ctx, int64_t n) {
+  tpu_hlo_value w = philox_words(h, scalar, ctx, n);
   w = tpu_hlo_binary(h, "and", w, tpu_hlo_full(h, TPU_UINT32, "16777215", &w));
-  tpu_hlo_value u = tpu_hlo_binary(h, "multiply", tpu_hlo_convert(h, w, TPU_FLOAT32),
-                                   tpu_hlo_full(h, TPU_FLOAT32, "5.9604644775390625E-8", &w));
-  return tpu_hlo_reshape(h, u, out->ndim, out->sizes);
+  return tpu_hlo_binary(h, "multiply", tpu_hlo_convert(h, w, TPU_FLOAT32),
+                        tpu_hlo_full(h, TPU_FLOAT32, "5.9604644775390625E-8", &w));
 }
 
-/* Element i's double uniform: words 2i, 2i + 1 as lo | hi << 32, its low 53 bits * 2^-53. */
-static tpu_hlo_value uniforms_f64(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *ctx,
-                                  const tpu_tensor *out) {
-  int64_t n = tpu_tensor_numel(out), pairs[2] = {n, 2}, zero[2] = {0, 0}, lo_end[2] = {n, 1},
-          hi_start[2] = {0, 1}, hi_end[2] = {n, 2};
+/* Double uniforms of elements [0, n): words 2i, 2i + 1 as lo | hi << 32, its low 53 bits *
+ * 2^-53, rank 1. */
+static tpu_hlo_value uniforms_f64(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *ctx, int64_t n) {
+  int64_t pairs[2] = {n, 2}, zero[2] = {0, 0}, lo_end[2] = {n, 1}, hi_start[2] = {0, 1},
+          hi_end[2] = {n, 2};
   tpu_hlo_value w = tpu_hlo_reshape(h, philox_words(h, scalar, ctx, 2 * n), 2, pairs);
   tpu_hlo_value lo = tpu_hlo_reshape(h, tpu_hlo_slice(h, w, zero, lo_end), 1, &n);
   tpu_hlo_value hi = tpu_hlo_reshape(h, tpu_hlo_slice(h, w, hi_start, hi_end), 1, &n);
@@ -115,9 +114,48 @@ static tpu_hlo_value uniforms_f64(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *c
   hi = tpu_hlo_binary(h, "shift_left", tpu_hlo_convert(h, hi, TPU_UINT64), u64(h, "32", &lo));
   tpu_hlo_value bits = tpu_hlo_binary(h, "and", tpu_hlo_binary(h, "or", lo, hi),
                                       u64(h, "9007199254740991", &lo)); /* 2^53 - 1 */
-  tpu_hlo_value u = tpu_hlo_binary(h, "multiply", tpu_hlo_convert(h, bits, TPU_FLOAT64),
-                                   tpu_hlo_full(h, TPU_FLOAT64, "1.1102230246251565E-16", &lo));
+  return tpu_hlo_binary(h, "multiply", tpu_hlo_convert(h, bits, TPU_FLOAT64),
+                        tpu_hlo_full(h, TPU_FLOAT64, "1.1102230246251565E-16", &lo));
+}
+
+/* The uniforms of `out`'s elements (double for float64, float otherwise), shaped as out. */
+static tpu_hlo_value uniforms(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *ctx,
+                              const tpu_tensor *out, bool f64) {
+  int64_t n = tpu_tensor_numel(out);
+  tpu_hlo_value u = f64 ? uniforms_f64(h, scalar, ctx, n) : uniforms_f32(h, scalar, ctx, n);
   return tpu_hlo_reshape(h, u, out->ndim, out->sizes);
+}
+
+/* Standard normals of `out`'s elements by Box-Muller over the uniforms of elements 2p, 2p + 1:
+ * r cos(t) and r sin(t), r = sqrt(-2 log(1 - u_2p)), t = 2 pi u_2p+1 (XLA's log, cos and sin,
+ * where the host uses libm's: the values agree within a few units in the last place). */
+static tpu_hlo_value normals(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *ctx,
+                             const tpu_tensor *out, bool f64) {
+  int64_t n = tpu_tensor_numel(out), p = (n + 1) / 2, pairs[2] = {p, 2};
+  int64_t start0[2] = {0, 0}, end0[2] = {p, 1}, start1[2] = {0, 1}, end1[2] = {p, 2};
+  tpu_hlo_elem work = f64 ? TPU_FLOAT64 : TPU_FLOAT32;
+  tpu_hlo_value u = f64 ? uniforms_f64(h, scalar, ctx, 2 * p) : uniforms_f32(h, scalar, ctx, 2 * p);
+  u = tpu_hlo_reshape(h, u, 2, pairs);
+  tpu_hlo_value u0 = tpu_hlo_slice(h, u, start0, end0), u1 = tpu_hlo_slice(h, u, start1, end1);
+  tpu_hlo_value one = tpu_hlo_full(h, work, "1.0", &u0);
+  tpu_hlo_value radius = tpu_hlo_unary(
+      h, "sqrt",
+      tpu_hlo_binary(h, "multiply", tpu_hlo_full(h, work, "-2.0", &u0),
+                     tpu_hlo_unary(h, "log", tpu_hlo_binary(h, "subtract", one, u0))));
+  tpu_hlo_value theta = tpu_hlo_binary(
+      h, "multiply", tpu_hlo_full(h, work, f64 ? "6.283185307179586" : "6.28318548", &u1), u1);
+  tpu_hlo_value z0 = tpu_hlo_binary(h, "multiply", radius, tpu_hlo_unary(h, "cosine", theta));
+  tpu_hlo_value z1 = tpu_hlo_binary(h, "multiply", radius, tpu_hlo_unary(h, "sine", theta));
+  /* Interleaved: column 0 of each pair from z0, column 1 from z1. */
+  int64_t keep[2] = {0, 1}, column = 1;
+  tpu_hlo_value wide0 = tpu_hlo_broadcast(h, tpu_hlo_reshape(h, z0, 1, &p), 2, pairs, keep);
+  tpu_hlo_value wide1 = tpu_hlo_broadcast(h, tpu_hlo_reshape(h, z1, 1, &p), 2, pairs, keep);
+  tpu_hlo_value col = tpu_hlo_broadcast(h, tpu_hlo_iota(h, TPU_INT64, 2), 2, pairs, &column);
+  tpu_hlo_value z = tpu_hlo_select(
+      h, tpu_hlo_compare(h, "EQ", col, tpu_hlo_full(h, TPU_INT64, "0", &col)), wide0, wide1);
+  int64_t all = 2 * p, from = 0;
+  z = tpu_hlo_slice(h, tpu_hlo_reshape(h, z, 1, &all), &from, &n);
+  return tpu_hlo_reshape(h, z, out->ndim, out->sizes);
 }
 
 /* u * (to - from) + from in float (double for float64), rounded once to the dtype; a value equal
@@ -126,7 +164,7 @@ static tpu_hlo_value uniform(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *ctx,
                              const tpu_tensor *out) {
   bool f64 = out->dtype == TPU_FLOAT64;
   tpu_hlo_elem work = f64 ? TPU_FLOAT64 : TPU_FLOAT32;
-  tpu_hlo_value u = f64 ? uniforms_f64(h, scalar, ctx, out) : uniforms_f32(h, scalar, ctx, out);
+  tpu_hlo_value u = uniforms(h, scalar, ctx, out, f64);
   tpu_hlo_value from = tpu_hlo_convert(h, scalar(ctx, 0, true), work);
   tpu_hlo_value to = tpu_hlo_convert(h, scalar(ctx, 1, true), work);
   tpu_hlo_value range = tpu_hlo_splat(h, tpu_hlo_binary(h, "subtract", to, from), &u);
@@ -141,10 +179,24 @@ static tpu_hlo_value uniform(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *ctx,
   return tpu_hlo_select(h, tpu_hlo_compare(h, "EQ", v, to_r), from_r, v);
 }
 
+/* z * std + mean in float (double for float64), the product rounded before the sum as on the
+ * host, then rounded to the dtype. */
+static tpu_hlo_value normal(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *ctx,
+                            const tpu_tensor *out) {
+  bool f64 = out->dtype == TPU_FLOAT64;
+  tpu_hlo_elem work = f64 ? TPU_FLOAT64 : TPU_FLOAT32;
+  tpu_hlo_value z = normals(h, scalar, ctx, out, f64);
+  tpu_hlo_value mean = tpu_hlo_splat(h, tpu_hlo_convert(h, scalar(ctx, 0, true), work), &z);
+  tpu_hlo_value std = tpu_hlo_splat(h, tpu_hlo_convert(h, scalar(ctx, 1, true), work), &z);
+  tpu_hlo_value product =
+      tpu_hlo_unary(h, "optimization_barrier", tpu_hlo_binary(h, "multiply", z, std));
+  return tpu_hlo_convert(h, tpu_hlo_binary(h, "add", product, mean), out->dtype);
+}
+
 /* u < p in double: element i's draw as an i1 value shaped as `out`. */
 static tpu_hlo_value draw(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *ctx,
                           const tpu_tensor *out) {
-  tpu_hlo_value u = tpu_hlo_convert(h, uniforms_f32(h, scalar, ctx, out), TPU_FLOAT64);
+  tpu_hlo_value u = tpu_hlo_convert(h, uniforms(h, scalar, ctx, out, false), TPU_FLOAT64);
   return tpu_hlo_compare(h, "LT", u, tpu_hlo_splat(h, scalar(ctx, 0, true), &u));
 }
 
@@ -167,6 +219,9 @@ static void emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
   switch (call->op) {
   case TPU_OP_UNIFORM:
     out[0] = uniform(h, scalar, ctx, &t[0]);
+    break;
+  case TPU_OP_NORMAL:
+    out[0] = normal(h, scalar, ctx, &t[0]);
     break;
   case TPU_OP_BERNOULLI:
     out[0] = draw(h, scalar, ctx, &t[0]); /* stored as 1 or 0 in the output's dtype */
