@@ -16,7 +16,8 @@ PJRT_CPU_PLUGIN := lammps-jax-pjrt-cpu==0.11.2
 # random draws, recurrent cells, tpu_dist, torch.compile; the rest of the suite runs on the host
 # driver.
 PJRT_TESTS := tests/test_pjrt.py tests/test_ops_elementwise.py tests/test_ops_matmul.py \
-	tests/test_ops_reduce.py tests/test_ops_norm.py tests/test_views.py tests/test_copy.py \
+	tests/test_ops_reduce.py tests/test_ops_reduce_stats.py tests/test_ops_index.py \
+	tests/test_ops_index_shape.py tests/test_ops_optim.py tests/test_ops_norm.py tests/test_views.py tests/test_copy.py \
 	tests/test_math_bits.py tests/test_fallback_mirror.py tests/test_arg_checks.py \
 	tests/test_models.py tests/test_ops_nn.py tests/test_ops_attention.py \
 	tests/test_ops_attention_grad.py tests/test_fused.py tests/test_debug_mode.py \
