@@ -11,14 +11,14 @@ JOBS ?= $(shell nproc)
 # XLA's CPU plugin for the PJRT driver's tests; it declares a jax dependency it does not need.
 PJRT_CPU_PLUGIN := lammps-jax-pjrt-cpu==0.11.2
 # What make pytest-pjrt runs on the PJRT driver: its own tests, elementwise ops, matmuls,
-# reductions, norms, nn and attention ops, views, copies, conjugate and negative views, the CPU
+# reductions, index ops, optimizer steps, norms, nn and attention ops, views, copies, conjugate and negative views, the CPU
 # fallback's host mirror, argument checks, the models (trained against CPU), fused and debug modes,
 # random draws, recurrent cells, tpu_dist, torch.compile; the rest of the suite runs on the host
 # driver.
 PJRT_TESTS := tests/test_pjrt.py tests/test_ops_elementwise.py tests/test_ops_matmul.py \
 	tests/test_ops_reduce.py tests/test_ops_reduce_stats.py tests/test_ops_index.py \
-	tests/test_ops_index_shape.py tests/test_ops_optim.py tests/test_ops_norm.py tests/test_views.py tests/test_copy.py \
-	tests/test_math_bits.py tests/test_fallback_mirror.py tests/test_arg_checks.py \
+	tests/test_ops_index_shape.py tests/test_ops_optim.py tests/test_ops_norm.py tests/test_views.py \
+	tests/test_copy.py tests/test_math_bits.py tests/test_fallback_mirror.py tests/test_arg_checks.py \
 	tests/test_models.py tests/test_ops_nn.py tests/test_ops_attention.py \
 	tests/test_ops_attention_grad.py tests/test_fused.py tests/test_debug_mode.py \
 	tests/test_random.py tests/test_ops_conv_rnn.py tests/test_dist.py tests/test_compile.py
