@@ -8,6 +8,7 @@
 #include "drivers/pjrt/tpu_pjrt_lower_elementwise.h"
 #include "drivers/pjrt/tpu_pjrt_lower_matmul.h"
 #include "drivers/pjrt/tpu_pjrt_lower_reduce.h"
+#include "drivers/pjrt/tpu_pjrt_lowerings.h"
 #include "drivers/pjrt/tpu_pjrt_storage.h"
 #include "drivers/pjrt/tpu_pjrt_view.h"
 
@@ -29,27 +30,43 @@ typedef struct lowering {
   tpu_hlo_value scalar_value[TPU_OP_MAX_SCALARS];
 } lowering;
 
-static bool is_elementwise(tpu_op_id op) {
-  switch (op) {
-#define TPU_PJRT_EW_CASE(id, name, attrs) case TPU_OP_##id:
-    TPU_OPS_ELEMENTWISE(TPU_PJRT_EW_CASE)
-#undef TPU_PJRT_EW_CASE
-    return true;
-  default:
-    return false;
-  }
+/* How an op lowers: the kinds of drivers/pjrt/tpu_pjrt_lowerings.h. */
+typedef enum lowering_kind {
+  LOWERING_NONE,
+  LOWERING_COPY,
+  LOWERING_FILL,
+  LOWERING_ARANGE,
+  LOWERING_ELEMENTWISE,
+  LOWERING_REDUCE,
+  LOWERING_MATMUL,
+  LOWERING_FAMILY,
+} lowering_kind;
+
+typedef struct op_lowering {
+  lowering_kind kind;
+  const tpu_pjrt_family *family; /* LOWERING_FAMILY's */
+} op_lowering;
+
+/* The op -> lowering table. Every op has exactly one entry: the count matches the op table, and a
+ * second entry for an op would be an initializer override, an error under -Wextra -Werror. */
+static const op_lowering lowerings[TPU_OP_COUNT] = {
+#define TPU_PJRT_LOWERING_ENTRY(id, kind, family) [TPU_OP_##id] = {LOWERING_##kind, family},
+    TPU_PJRT_LOWERINGS(TPU_PJRT_LOWERING_ENTRY)
+#undef TPU_PJRT_LOWERING_ENTRY
+};
+
+#define TPU_PJRT_LOWERING_ONE(id, kind, family) +1
+_Static_assert(0 TPU_PJRT_LOWERINGS(TPU_PJRT_LOWERING_ONE) == TPU_OP_COUNT,
+               "the PJRT driver's lowering table must name one lowering for every op");
+#undef TPU_PJRT_LOWERING_ONE
+
+static op_lowering lowering_of(tpu_op_id op) {
+  return (unsigned)op < TPU_OP_COUNT ? lowerings[op] : (op_lowering){LOWERING_NONE, NULL};
 }
 
 const tpu_pjrt_family *tpu_pjrt_family_of(const tpu_op_call *call) {
-  static const tpu_pjrt_family *const families[] = {
-      &tpu_pjrt_index_family, &tpu_pjrt_trilu_family, &tpu_pjrt_norm_family, &tpu_pjrt_nn_family,
-      &tpu_pjrt_attention_family, &tpu_pjrt_random_family, &tpu_pjrt_rnn_family,
-      &tpu_pjrt_conv_family, &tpu_pjrt_batch_norm_family, &tpu_pjrt_loss_family,
-      &tpu_pjrt_reduce_pick_family, &tpu_pjrt_reduce_stats_family, &tpu_pjrt_optim_family};
-  for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
-    if (families[i]->supports(call))
-      return families[i];
-  return NULL;
+  op_lowering how = lowering_of(call->op);
+  return how.kind == LOWERING_FAMILY && how.family->supports(call) ? how.family : NULL;
 }
 
 static bool absent(const tpu_pjrt_family *f, const tpu_op_call *call, int i) {
@@ -78,18 +95,25 @@ bool tpu_pjrt_lowerable(const tpu_op_call *call) {
     if (t->buf && (tpu_tensor_numel(t) == 0 || !tpu_pjrt_view_supported(t, output)))
       return false;
   }
-  switch (call->op) {
-  case TPU_OP_COPY:
+  switch (lowering_of(call->op).kind) {
+  case LOWERING_COPY:
     return call->tensors[0].buf || call->tensors[1].buf; /* host to host is not the chip's */
-  case TPU_OP_FILL:
+  case LOWERING_FILL:
     return true;
-  case TPU_OP_ARANGE:
+  case LOWERING_ARANGE:
     return call->tensors[0].ndim == 1 && call->tensors[0].dtype != TPU_BOOL;
-  default:
-    return family || tpu_pjrt_matmul_supports(call) || tpu_pjrt_reduce_supports(call) ||
-           (is_elementwise(call->op) && call->n_inputs <= 4 &&
-            tpu_pjrt_ew_supports(call->op, call->compute));
+  case LOWERING_ELEMENTWISE:
+    return call->n_inputs <= 4 && tpu_pjrt_ew_supports(call->op, call->compute);
+  case LOWERING_REDUCE:
+    return tpu_pjrt_reduce_supports(call);
+  case LOWERING_MATMUL:
+    return tpu_pjrt_matmul_supports(call);
+  case LOWERING_FAMILY:
+    return family != NULL;
+  case LOWERING_NONE:
+    break;
   }
+  return false;
 }
 
 /* The index of the storage of view t, a tensor of the call being lowered (added on first use). */
@@ -294,31 +318,40 @@ static void lower_family(lowering *l, const tpu_pjrt_family *f, const tpu_op_cal
 
 /* Adds one call to the module. */
 static void lower_call(lowering *l, const tpu_op_call *call) {
-  const tpu_pjrt_family *family;
   l->call = call;
   for (int k = 0; k < TPU_OP_MAX_SCALARS; k++)
     l->scalar_arg[k] = -1;
   const tpu_tensor *out = &call->tensors[call->n_inputs];
-  if (call->op == TPU_OP_FILL) {
+  tpu_hlo_value in[4];
+  switch (lowering_of(call->op).kind) {
+  case LOWERING_FILL:
     lower_fill(l, out);
-  } else if (call->op == TPU_OP_ARANGE) {
+    break;
+  case LOWERING_ARANGE:
     lower_arange(l, out);
-  } else if (call->op == TPU_OP_COPY) {
+    break;
+  case LOWERING_COPY:
     write_output(l, out, broadcast_to(l, read_input(l, &call->tensors[0]), out));
-  } else if ((family = tpu_pjrt_family_of(call))) {
-    lower_family(l, family, call);
-  } else if (tpu_pjrt_reduce_supports(call)) {
+    break;
+  case LOWERING_FAMILY:
+    lower_family(l, tpu_pjrt_family_of(call), call);
+    break;
+  case LOWERING_REDUCE:
     write_output(l, out, tpu_pjrt_reduce_emit(&l->h, call, read_input(l, &call->tensors[0])));
-  } else if (tpu_pjrt_matmul_supports(call)) {
-    tpu_hlo_value in[3];
-    for (int i = 0; i < call->n_inputs; i++)
+    break;
+  case LOWERING_MATMUL:
+    for (int i = 0; i < call->n_inputs && i < 3; i++)
       in[i] = read_input(l, &call->tensors[i]);
     write_output(l, out, tpu_pjrt_matmul_emit(&l->h, call, in, scalar_arg, l));
-  } else {
-    tpu_hlo_value in[4];
-    for (int i = 0; i < call->n_inputs; i++)
+    break;
+  case LOWERING_ELEMENTWISE:
+    for (int i = 0; i < call->n_inputs && i < 4; i++)
       in[i] = broadcast_to(l, read_input(l, &call->tensors[i]), out);
     write_output(l, out, tpu_pjrt_ew_emit(&l->h, call, in, scalar_arg, l));
+    break;
+  case LOWERING_NONE: /* refused by tpu_pjrt_lowerable: the run is the host's */
+    l->h.failed = true;
+    break;
   }
 }
 
