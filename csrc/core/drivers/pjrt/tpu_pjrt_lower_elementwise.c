@@ -10,7 +10,8 @@ static int kinds_of(tpu_op_id op) {
   case TPU_OP_MUL: case TPU_OP_MAXIMUM: case TPU_OP_MINIMUM:
     return F | I | B;
   case TPU_OP_ADD: case TPU_OP_NEG: case TPU_OP_ABS: case TPU_OP_CLAMP: case TPU_OP_CLAMP_MIN:
-  case TPU_OP_CLAMP_MAX: case TPU_OP_FLOOR: case TPU_OP_CEIL: case TPU_OP_ROUND:
+  case TPU_OP_CLAMP_MAX: case TPU_OP_CLAMP_TENSOR: case TPU_OP_FLOOR: case TPU_OP_CEIL:
+  case TPU_OP_ROUND:
   case TPU_OP_TRUNC: case TPU_OP_THRESHOLD:
     return F | I;
   case TPU_OP_EQ: case TPU_OP_NE: case TPU_OP_LT: case TPU_OP_LE: case TPU_OP_GT:
@@ -36,6 +37,9 @@ static int kinds_of(tpu_op_id op) {
   case TPU_OP_HARDSWISH: case TPU_OP_HARDSWISH_BACKWARD: case TPU_OP_HARDSIGMOID:
   case TPU_OP_HARDSIGMOID_BACKWARD: case TPU_OP_SOFTPLUS: case TPU_OP_SOFTPLUS_BACKWARD:
   case TPU_OP_ELU: case TPU_OP_ELU_BACKWARD: case TPU_OP_LOGIT: case TPU_OP_LOGIT_BACKWARD:
+  /* Integer division by zero is an error the host reports; these lower for floats only. */
+  case TPU_OP_DIV_TRUNC: case TPU_OP_DIV_FLOOR: case TPU_OP_REMAINDER: case TPU_OP_FMOD:
+  case TPU_OP_ROUND_DECIMALS:
     return F;
   default:
     return 0;
@@ -210,6 +214,39 @@ static tpu_hlo_value quotient(ew *e, tpu_hlo_value a, tpu_hlo_value b) {
                          TPU_FLOAT32);
 }
 
+/* |a| with b's sign bit, read through b's bits. */
+static tpu_hlo_value copysign_(ew *e, tpu_hlo_value a, tpu_hlo_value b) {
+  tpu_dtype bits = e->work == TPU_FLOAT64 ? TPU_INT64 : TPU_INT32;
+  tpu_hlo_value negative = cmp(e, "LT", tpu_hlo_bitcast(e->h, b, bits, b.rank, b.dims),
+                               tpu_hlo_full(e->h, bits, "0", &b));
+  tpu_hlo_value mag = un(e, "abs", a);
+  return sel(e, negative, un(e, "negate", mag), mag);
+}
+
+static tpu_hlo_value truncated(ew *e, tpu_hlo_value x) {
+  return sel(e, cmp(e, "LT", x, num(e, "0.0")), un(e, "ceil", x), un(e, "floor", x));
+}
+
+/* mod != 0 with a sign other than b's. */
+static tpu_hlo_value other_sign(ew *e, tpu_hlo_value mod, tpu_hlo_value b) {
+  tpu_hlo_value zero = num(e, "0.0");
+  return tpu_hlo_binary(e->h, "and", cmp(e, "NE", mod, zero),
+                        cmp(e, "NE", cmp(e, "LT", b, zero), cmp(e, "LT", mod, zero)));
+}
+
+/* c10::div_floor_floating: the quotient rounded down, from fmod so that it is exact. */
+static tpu_hlo_value floor_divide(ew *e, tpu_hlo_value a, tpu_hlo_value b) {
+  tpu_hlo_value mod = bin(e, "remainder", a, b), q = quotient(e, a, b);
+  tpu_hlo_value div = quotient(e, bin(e, "subtract", a, mod), b);
+  div = sel(e, other_sign(e, mod, b), bin(e, "subtract", div, num(e, "1.0")), div);
+  tpu_hlo_value floored = un(e, "floor", div);
+  floored = sel(e, cmp(e, "GT", bin(e, "subtract", div, floored), num(e, "0.5")),
+                bin(e, "add", floored, num(e, "1.0")), floored);
+  tpu_hlo_value r = sel(e, cmp(e, "EQ", div, num(e, "0.0")), copysign_(e, num(e, "0.0"), q),
+                        floored);
+  return sel(e, cmp(e, "EQ", b, num(e, "0.0")), q, r);
+}
+
 /* The activations of ops/tpu_ops_elementwise.h in PyTorch CPU's forms, and logit. */
 static tpu_hlo_value emit_activation(ew *e, const tpu_hlo_value *x) {
   tpu_hlo_value a = x[0], b = e->call->n_inputs > 1 ? x[1] : x[0];
@@ -334,15 +371,21 @@ static tpu_hlo_value emit_float(ew *e, const tpu_hlo_value *x) {
     return bin(e, "atan2", a, un(e, "optimization_barrier", num(e, "1.0")));
   case TPU_OP_ERFC: return tpu_hlo_chlo_unary(e->h, "erfc", a);
   case TPU_OP_ATAN2: return bin(e, "atan2", a, b);
-  case TPU_OP_FRAC: /* a - trunc(a) */
-    return bin(e, "subtract", a,
-               sel(e, cmp(e, "LT", a, num(e, "0.0")), un(e, "ceil", a), un(e, "floor", a)));
-  case TPU_OP_COPYSIGN: { /* |a| with b's sign bit, read through b's bits */
-    tpu_dtype bits = e->work == TPU_FLOAT64 ? TPU_INT64 : TPU_INT32;
-    tpu_hlo_value negative = cmp(e, "LT", tpu_hlo_bitcast(e->h, b, bits, b.rank, b.dims),
-                                 tpu_hlo_full(e->h, bits, "0", &b));
-    tpu_hlo_value mag = un(e, "abs", a);
-    return sel(e, negative, un(e, "negate", mag), mag);
+  case TPU_OP_FRAC: return bin(e, "subtract", a, truncated(e, a));
+  case TPU_OP_COPYSIGN: return copysign_(e, a, b);
+  case TPU_OP_FMOD: return bin(e, "remainder", a, b); /* C's fmod: the sign of a, exact */
+  case TPU_OP_REMAINDER: { /* fmod moved to the sign of b */
+    tpu_hlo_value mod = bin(e, "remainder", a, b);
+    return sel(e, other_sign(e, mod, b), bin(e, "add", mod, b), mod);
+  }
+  case TPU_OP_DIV_TRUNC: return truncated(e, quotient(e, a, b));
+  case TPU_OP_DIV_FLOOR: return floor_divide(e, a, b);
+  case TPU_OP_ROUND_DECIMALS: { /* s1 != 0: decimals < 0, s0 = 10^|decimals| */
+    tpu_hlo_value up = quotient(e, un(e, "round_nearest_even", bin(e, "multiply", a, scal(e, 0))),
+                                scal(e, 0));
+    tpu_hlo_value down = bin(e, "multiply", un(e, "round_nearest_even", quotient(e, a, scal(e, 0))),
+                             scal(e, 0));
+    return sel(e, cmp(e, "NE", scal(e, 1), num(e, "0.0")), down, up);
   }
   case TPU_OP_SIGMOID: return sigmoid(e, a);
   case TPU_OP_GELU: return bin(e, "multiply", a, gelu_cdf(e, a));
@@ -404,15 +447,19 @@ static tpu_hlo_value emit_any(ew *e, const tpu_hlo_value *x) {
   case TPU_OP_ABS: return e->compute == TPU_UINT8 ? a : un(e, "abs", a);
   case TPU_OP_CLAMP:
     return minmax(e, "minimum", minmax(e, "maximum", a, scal(e, 0)), scal(e, 1));
+  case TPU_OP_CLAMP_TENSOR: { /* a NaN bound gives that NaN, then a NaN x passes through */
+    tpu_hlo_value r = minmax(e, "minimum", minmax(e, "maximum", a, b), x[2]);
+    if (!floating)
+      return r;
+    return sel(e, isnan_(e, b), b, sel(e, isnan_(e, x[2]), x[2], r));
+  }
   case TPU_OP_CLAMP_MIN: return minmax(e, "maximum", a, scal(e, 0));
   case TPU_OP_CLAMP_MAX: return minmax(e, "minimum", a, scal(e, 0));
   case TPU_OP_THRESHOLD: return sel(e, cmp(e, "LE", a, scal(e, 0)), scal(e, 1), b);
   case TPU_OP_FLOOR: return floating ? un(e, "floor", a) : a;
   case TPU_OP_CEIL: return floating ? un(e, "ceil", a) : a;
   case TPU_OP_ROUND: return floating ? un(e, "round_nearest_even", a) : a;
-  case TPU_OP_TRUNC:
-    return floating ? sel(e, cmp(e, "LT", a, num(e, "0.0")), un(e, "ceil", a), un(e, "floor", a))
-                    : a;
+  case TPU_OP_TRUNC: return floating ? truncated(e, a) : a;
   case TPU_OP_SIGN:
     if (e->compute == TPU_BOOL)
       return a;
@@ -458,7 +505,9 @@ tpu_hlo_value tpu_pjrt_ew_emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hl
   for (int i = 0; i < call->n_inputs && i < 4; i++) {
     bool logical = call->op == TPU_OP_LOGICAL_AND || call->op == TPU_OP_LOGICAL_OR ||
                    call->op == TPU_OP_LOGICAL_XOR || call->op == TPU_OP_LOGICAL_NOT;
-    bool scalar_at_float = (call->op == TPU_OP_MUL || call->op == TPU_OP_DIV) && i == 1 &&
+    bool divides = call->op == TPU_OP_DIV || call->op == TPU_OP_DIV_TRUNC ||
+                   call->op == TPU_OP_DIV_FLOOR;
+    bool scalar_at_float = (call->op == TPU_OP_MUL || divides) && i == 1 &&
                            !call->tensors[1].buf && e.work != call->compute;
     if (logical || (call->op == TPU_OP_WHERE && i == 0))
       x[i] = tpu_hlo_cast(h, in[i], TPU_BOOL);

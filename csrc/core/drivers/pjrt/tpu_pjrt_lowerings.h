@@ -21,10 +21,10 @@
   X(ADD, ELEMENTWISE, NULL)                                                                        \
   X(MUL, ELEMENTWISE, NULL)                                                                        \
   X(DIV, ELEMENTWISE, NULL)                                                                        \
-  X(DIV_TRUNC, NONE, NULL) /* integer division by zero needs a checked flag; not written yet */    \
-  X(DIV_FLOOR, NONE, NULL) /* integer division by zero needs a checked flag; not written yet */    \
-  X(REMAINDER, NONE, NULL) /* integer division by zero needs a checked flag; not written yet */    \
-  X(FMOD, NONE, NULL) /* integer division by zero needs a checked flag; not written yet */         \
+  X(DIV_TRUNC, ELEMENTWISE, NULL)                                                                  \
+  X(DIV_FLOOR, ELEMENTWISE, NULL)                                                                  \
+  X(REMAINDER, ELEMENTWISE, NULL)                                                                  \
+  X(FMOD, ELEMENTWISE, NULL)                                                                       \
   X(ATAN2, ELEMENTWISE, NULL)                                                                      \
   X(COPYSIGN, ELEMENTWISE, NULL)                                                                   \
   X(POW, ELEMENTWISE, NULL)                                                                        \
@@ -70,7 +70,7 @@
   X(FLOOR, ELEMENTWISE, NULL)                                                                      \
   X(CEIL, ELEMENTWISE, NULL)                                                                       \
   X(ROUND, ELEMENTWISE, NULL)                                                                      \
-  X(ROUND_DECIMALS, NONE, NULL) /* not written yet */                                              \
+  X(ROUND_DECIMALS, ELEMENTWISE, NULL)                                                             \
   X(TRUNC, ELEMENTWISE, NULL)                                                                      \
   X(FRAC, ELEMENTWISE, NULL)                                                                       \
   X(ERFINV, ELEMENTWISE, NULL)                                                                     \
@@ -87,7 +87,7 @@
   X(CLAMP, ELEMENTWISE, NULL)                                                                      \
   X(CLAMP_MIN, ELEMENTWISE, NULL)                                                                  \
   X(CLAMP_MAX, ELEMENTWISE, NULL)                                                                  \
-  X(CLAMP_TENSOR, NONE, NULL) /* not written yet */                                                \
+  X(CLAMP_TENSOR, ELEMENTWISE, NULL)                                                               \
   X(THRESHOLD, ELEMENTWISE, NULL)                                                                  \
   X(GELU, ELEMENTWISE, NULL)                                                                       \
   X(GELU_TANH, ELEMENTWISE, NULL)                                                                  \
