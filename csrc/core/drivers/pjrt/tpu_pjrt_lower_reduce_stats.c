@@ -1,7 +1,9 @@
 /* Reductions that compute statistics (ops/tpu_ops_reduce.h) in StableHLO: PROD, VAR (and the
- * standard deviation, with the mean), LOGSUMEXP, and the running sums of CUMSUM. Floating inputs
- * compute in float64 and round once into their output, which is never less exact than the host's
- * float32 lanes; integers wrap in int64, exactly as the host's. */
+ * standard deviation, with the mean), LOGSUMEXP, NORM (p a constant of the module: the host's
+ * forms for 0, 1, 2 and +-inf, else (sum |x|^p)^(1/p)), and the running sums of CUMSUM. Floating
+ * inputs compute in float64 and round once into their output, which is never less exact than the
+ * host's float32 lanes; integers wrap in int64, exactly as the host's. */
+#include <math.h>
 #include <stdio.h>
 
 #include "drivers/pjrt/tpu_pjrt_family.h"
@@ -20,7 +22,7 @@ static bool supports(const tpu_op_call *call) {
   tpu_op_id op = call->op;
   if (op == TPU_OP_CUMSUM)
     return supports_cumsum(call);
-  if (op != TPU_OP_PROD && op != TPU_OP_VAR && op != TPU_OP_LOGSUMEXP)
+  if (op != TPU_OP_PROD && op != TPU_OP_VAR && op != TPU_OP_LOGSUMEXP && op != TPU_OP_NORM)
     return false;
   int max_outs = op == TPU_OP_VAR ? 2 : 1;
   if (call->n_inputs != 1 || call->n_outputs < 1 || call->n_outputs > max_outs)
@@ -37,6 +39,29 @@ static bool supports(const tpu_op_call *call) {
 
 static tpu_hlo_value sum(tpu_hlo *h, tpu_hlo_value x, const int64_t *dims, int n) {
   return tpu_hlo_reduce(h, x, tpu_hlo_constant(h, x.elem, "0.0"), dims, n, TPU_HLO_ADD);
+}
+
+/* The p-norm of float64 x over the reduced dimensions, in the host's forms. */
+static tpu_hlo_value vector_norm(tpu_hlo *h, tpu_hlo_value x, double p, const int64_t *dims,
+                                 int n) {
+  tpu_hlo_value mag = tpu_hlo_unary(h, "abs", x);
+  if (p == 0)
+    return sum(h, tpu_hlo_convert(h, tpu_hlo_cast(h, x, TPU_BOOL), TPU_FLOAT64), dims, n);
+  if (p == 1)
+    return sum(h, mag, dims, n);
+  if (p == 2)
+    return tpu_hlo_unary(h, "sqrt", sum(h, tpu_hlo_binary(h, "multiply", x, x), dims, n));
+  if (isinf(p))
+    return tpu_hlo_reduce(h, mag, tpu_hlo_constant(h, TPU_FLOAT64, p > 0 ? "0xFFF0000000000000"
+                                                                         : "0x7FF0000000000000"),
+                          dims, n, p > 0 ? TPU_HLO_MAX : TPU_HLO_MIN);
+  char exponent[40], root[40];
+  snprintf(exponent, sizeof exponent, "%.17e", p); /* a float literal even for whole p */
+  snprintf(root, sizeof root, "%.17e", 1.0 / p);
+  tpu_hlo_value powered =
+      tpu_hlo_binary(h, "power", mag, tpu_hlo_full(h, TPU_FLOAT64, exponent, &mag));
+  tpu_hlo_value total = sum(h, powered, dims, n);
+  return tpu_hlo_binary(h, "power", total, tpu_hlo_full(h, TPU_FLOAT64, root, &total));
 }
 
 static void emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
@@ -71,6 +96,9 @@ static void emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
     r = tpu_hlo_binary(h, "add", tpu_hlo_unary(h, "log", sum(h, e, dims, n)), m);
     break;
   }
+  case TPU_OP_NORM:
+    r = vector_norm(h, x, call->scalars[0].f, dims, n);
+    break;
   default: { /* VAR: squared deviations from the mean over max(n - correction, 0) */
     char literal[32];
     snprintf(literal, sizeof literal, "%lld.0", (long long)count);

@@ -125,7 +125,7 @@
   X(ARGMAX, FAMILY, &tpu_pjrt_reduce_pick_family)                                                  \
   X(ARGMIN, FAMILY, &tpu_pjrt_reduce_pick_family)                                                  \
   X(VAR, FAMILY, &tpu_pjrt_reduce_stats_family)                                                    \
-  X(NORM, NONE, NULL) /* not written yet */                                                        \
+  X(NORM, FAMILY, &tpu_pjrt_reduce_stats_family)                                                   \
   X(LOGSUMEXP, FAMILY, &tpu_pjrt_reduce_stats_family)                                              \
   X(ANY, FAMILY, &tpu_pjrt_reduce_pick_family)                                                     \
   X(ALL, FAMILY, &tpu_pjrt_reduce_pick_family)                                                     \
