@@ -547,8 +547,8 @@ tpu_hlo_value tpu_hlo_prefix_sum(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value init
   return r;
 }
 
-tpu_hlo_value tpu_hlo_scatter_add(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value index,
-                                  tpu_hlo_value updates) {
+tpu_hlo_value tpu_hlo_scatter(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value index,
+                              tpu_hlo_value updates, tpu_hlo_combine combine) {
   int64_t column[2] = {index.dims[0], 1}, window[TPU_MAX_DIMS + 1];
   tpu_hlo_value starts = tpu_hlo_reshape(h, index, 2, column);
   for (int i = 1; i < updates.rank; i++)
@@ -556,7 +556,7 @@ tpu_hlo_value tpu_hlo_scatter_add(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value ind
   tpu_hlo_value r = new_value(h, x.elem, x.rank, x.dims);
   const tpu_hlo_value *ops[] = {&x, &starts, &updates};
   begin_op(h, &r, "stablehlo.scatter", ops, 3);
-  emit_region(h, x.elem, TPU_HLO_ADD);
+  emit_region(h, x.elem, combine);
   emit(h, " {scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [");
   for (int i = 0; i + 1 < updates.rank; i++)
     emit(h, "%s%lld", i ? ", " : "", (long long)window[i]);

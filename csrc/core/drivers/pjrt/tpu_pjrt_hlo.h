@@ -136,10 +136,11 @@ tpu_hlo_value tpu_hlo_reduce(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value init, co
 /* The running sums of x along `dim` (x's dims; rank >= 1) from the scalar `init` (its zero). */
 tpu_hlo_value tpu_hlo_prefix_sum(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value init, int dim);
 
-/* x with updates[i] added to its slice index[i] along dimension 0 (index: rank-1 int64; updates:
- * [index length, x's other dims]). Out-of-range indices add nothing. */
-tpu_hlo_value tpu_hlo_scatter_add(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value index,
-                                  tpu_hlo_value updates);
+/* x with updates[i] combined into its slice index[i] along dimension 0 (index: rank-1 int64;
+ * updates: [index length, x's other dims]), duplicates in an order XLA chooses. Out-of-range
+ * indices change nothing. */
+tpu_hlo_value tpu_hlo_scatter(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value index,
+                              tpu_hlo_value updates, tpu_hlo_combine combine);
 
 /* Converts x to `to` with the semantics of the core's COPY (ops/tpu_ops_base.h): x != 0 for bool,
  * float16 and bfloat16 through float32, float to small integers through int32 or int64. */

@@ -1,9 +1,14 @@
 /* Index ops in StableHLO (ops/tpu_ops_index.h): INDEX_SELECT of a self of rank >= 1 as a gather
- * of slices, GATHER as a gather of single elements at their row-major positions, each with its
- * bounds check as a flag the driver reads back; TRILU as a select on each element's diagonal. */
+ * of slices, GATHER as a gather of single elements at their row-major positions, SCATTER,
+ * INDEX_ADD, INDEX_COPY and INDEX_FILL as scatters into the flattened self, each with its bounds
+ * check as a flag the driver reads back; TRILU as a select on each element's diagonal. Additions
+ * and products of duplicates combine in XLA's order (floats may round differently from the
+ * host's); an assignment keeps the duplicate of the largest dim coordinate, as on the host, by
+ * scattering that coordinate with a maximum first. */
 #include <stdio.h>
 
 #include "drivers/pjrt/tpu_pjrt_family.h"
+#include "ops/tpu_ops_index.h"
 
 /* The dimension scalars[0] names, negative counting from the end. */
 static int dim_of(const tpu_op_call *call) {
@@ -43,7 +48,30 @@ static bool supports_gather(const tpu_op_call *call) {
   return true;
 }
 
+static bool is_scatter(tpu_op_id op) {
+  return op == TPU_OP_SCATTER || op == TPU_OP_INDEX_ADD || op == TPU_OP_INDEX_COPY ||
+         op == TPU_OP_INDEX_FILL;
+}
+
+/* index, src and self (updated in place) of one rank with index within src, and within self
+ * outside dim; real dtypes (bool combines as a logical op on the host). */
+static bool supports_scatter(const tpu_op_call *call) {
+  const tpu_tensor *index = &call->tensors[0], *src = &call->tensors[1], *self = &call->tensors[2];
+  int64_t d = call->scalars[0].i, accum = call->scalars[1].i;
+  if (call->n_inputs != 2 || call->n_outputs != 1 || self->ndim < 1 || index->ndim != self->ndim ||
+      src->ndim != self->ndim || d < 0 || d >= self->ndim || !index->buf ||
+      !is_index_dtype(index) || src->dtype != self->dtype || self->dtype == TPU_BOOL ||
+      (accum != TPU_ACCUM_ASSIGN && accum != TPU_ACCUM_ADD && accum != TPU_ACCUM_MUL))
+    return false;
+  for (int i = 0; i < self->ndim; i++)
+    if (index->sizes[i] > src->sizes[i] || (i != d && index->sizes[i] > self->sizes[i]))
+      return false;
+  return true;
+}
+
 static bool supports(const tpu_op_call *call) {
+  if (is_scatter(call->op))
+    return supports_scatter(call);
   switch (call->op) {
   case TPU_OP_INDEX_SELECT:
     return call->n_inputs == 2 && call->n_outputs == 1 && supports_index_select(call);
@@ -52,6 +80,12 @@ static bool supports(const tpu_op_call *call) {
   default:
     return false;
   }
+}
+
+/* A scatter's self is updated in place. */
+static bool reads_output(const tpu_op_call *call, int k) {
+  (void)k;
+  return is_scatter(call->op);
 }
 
 /* index (int64, any dims) clamped into [0, size), and *bad, whether any was outside. */
@@ -80,23 +114,91 @@ static tpu_hlo_value scaled(tpu_hlo *h, tpu_hlo_value x, int64_t factor) {
   return tpu_hlo_binary(h, "multiply", x, tpu_hlo_full(h, TPU_INT64, literal, &x));
 }
 
+/* The row-major position in a tensor of dims `dims` of each element of `like`'s dims whose
+ * coordinate along dim is at[...] and elsewhere its own. */
+static tpu_hlo_value position(tpu_hlo *h, const tpu_hlo_value *like, tpu_hlo_value at, int dim,
+                              const int64_t *dims, int rank) {
+  tpu_hlo_value pos = tpu_hlo_full(h, TPU_INT64, "0", like);
+  int64_t stride = 1;
+  for (int d = rank - 1; d >= 0; d--) {
+    tpu_hlo_value c = d == dim ? at : coordinate(h, like, d);
+    pos = tpu_hlo_binary(h, "add", pos, scaled(h, c, stride));
+    stride *= dims[d];
+  }
+  return pos;
+}
+
+static tpu_hlo_value flat(tpu_hlo *h, tpu_hlo_value x) {
+  int64_t n = 1;
+  for (int d = 0; d < x.rank; d++)
+    n *= x.dims[d];
+  return tpu_hlo_reshape(h, x, 1, &n);
+}
+
 /* out[p] = self[p with coordinate dim replaced by index[p]]: self's elements taken at their
  * row-major positions. */
 static tpu_hlo_value gather(tpu_hlo *h, tpu_hlo_value self, tpu_hlo_value index, int dim,
                             tpu_hlo_value *bad) {
   index = checked(h, tpu_hlo_convert(h, index, TPU_INT64), self.dims[dim], bad);
-  tpu_hlo_value position = tpu_hlo_full(h, TPU_INT64, "0", &index);
-  int64_t stride = 1, total = 1;
-  for (int d = self.rank - 1; d >= 0; d--) {
-    tpu_hlo_value at = d == dim ? index : coordinate(h, &index, d);
-    position = tpu_hlo_binary(h, "add", position, scaled(h, at, stride));
-    stride *= self.dims[d];
-  }
-  for (int d = 0; d < index.rank; d++)
-    total *= index.dims[d];
-  tpu_hlo_value flat = tpu_hlo_reshape(h, self, 1, &stride);
-  tpu_hlo_value taken = tpu_hlo_take(h, flat, tpu_hlo_reshape(h, position, 1, &total), 0);
+  tpu_hlo_value at = flat(h, position(h, &index, index, dim, self.dims, self.rank));
+  tpu_hlo_value taken = tpu_hlo_take(h, flat(h, self), at, 0);
   return tpu_hlo_reshape(h, taken, index.rank, index.dims);
+}
+
+/* self with src[p] combined into self[p with coordinate dim replaced by index[p]]. */
+static tpu_hlo_value scatter(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
+                             tpu_pjrt_scalar_fn scalar, void *ctx, tpu_hlo_value *bad) {
+  int dim = (int)call->scalars[0].i;
+  tpu_hlo_value self = in[2], src = in[1];
+  tpu_hlo_value index = tpu_hlo_convert(h, in[0], TPU_INT64);
+  int64_t size = self.dims[dim], zero[TPU_MAX_DIMS] = {0};
+  if (call->op == TPU_OP_INDEX_FILL) { /* [-size, 0) counts from the end */
+    char literal[24];
+    snprintf(literal, sizeof literal, "%lld", (long long)size);
+    tpu_hlo_value wrapped = tpu_hlo_binary(h, "add", index, tpu_hlo_full(h, TPU_INT64, literal,
+                                                                          &index));
+    index = tpu_hlo_select(h, tpu_hlo_compare(h, "LT", index, tpu_hlo_full(h, TPU_INT64, "0",
+                                                                           &index)),
+                           wrapped, index);
+  }
+  index = checked(h, index, size, bad);
+  tpu_hlo_value targets = flat(h, position(h, &index, index, dim, self.dims, self.rank));
+  tpu_dtype work = self.elem == TPU_FLOAT16 || self.elem == TPU_BFLOAT16 ? TPU_FLOAT32 : self.elem;
+  tpu_hlo_value base = flat(h, tpu_hlo_convert(h, self, work)), r;
+  int64_t accum = call->scalars[1].i;
+  if (accum != TPU_ACCUM_ASSIGN) {
+    tpu_hlo_value used = tpu_hlo_slice(h, src, zero, index.dims); /* src's part index covers */
+    tpu_hlo_value taken = flat(h, tpu_hlo_convert(h, used, work));
+    if (accum == TPU_ACCUM_ADD) {
+      bool floating = tpu_dtype_is_floating(work);
+      tpu_hlo_value alpha = tpu_hlo_convert(h, scalar(ctx, floating ? 2 : 4, floating), work);
+      taken = tpu_hlo_binary(h, "multiply", taken, tpu_hlo_splat(h, alpha, &taken));
+    }
+    tpu_hlo_combine combine = accum == TPU_ACCUM_ADD ? TPU_HLO_ADD : TPU_HLO_MUL;
+    r = tpu_hlo_scatter(h, base, targets, taken, combine);
+  } else {
+    /* Each target's last writer: the largest dim coordinate among the positions hitting it. */
+    tpu_hlo_value order = flat(h, coordinate(h, &index, dim));
+    tpu_hlo_value winner = tpu_hlo_scatter(h, tpu_hlo_full(h, TPU_INT64, "-1", &base), targets,
+                                           order, TPU_HLO_MAX);
+    tpu_hlo_value shape = self;
+    shape.elem = TPU_INT64;
+    tpu_hlo_value last = tpu_hlo_reshape(h, winner, self.rank, self.dims);
+    tpu_hlo_value at = tpu_hlo_binary(h, "maximum", last, tpu_hlo_full(h, TPU_INT64, "0", &last));
+    tpu_hlo_value from = flat(h, position(h, &shape, at, dim, src.dims, src.rank));
+    int64_t count = 1;
+    for (int d = 0; d < src.rank; d++)
+      count *= src.dims[d];
+    /* Targets nobody writes may lie outside src: clamped, then not selected. */
+    char end[24];
+    snprintf(end, sizeof end, "%lld", (long long)(count - 1));
+    from = tpu_hlo_binary(h, "minimum", from, tpu_hlo_full(h, TPU_INT64, end, &from));
+    tpu_hlo_value values = tpu_hlo_take(h, flat(h, tpu_hlo_convert(h, src, work)), from, 0);
+    tpu_hlo_value written = tpu_hlo_compare(h, "GE", winner, tpu_hlo_full(h, TPU_INT64, "0",
+                                                                          &winner));
+    r = tpu_hlo_select(h, written, values, base);
+  }
+  return tpu_hlo_convert(h, tpu_hlo_reshape(h, r, self.rank, self.dims), self.elem);
 }
 
 static bool supports_trilu(const tpu_op_call *call) {
@@ -123,8 +225,10 @@ static void emit_trilu(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value 
 
 static void emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
                  tpu_pjrt_scalar_fn scalar, void *ctx, tpu_hlo_value *out, tpu_hlo_value *bad) {
-  (void)scalar;
-  (void)ctx;
+  if (is_scatter(call->op)) {
+    out[0] = scatter(h, call, in, scalar, ctx, bad);
+    return;
+  }
   int d = dim_of(call);
   if (call->op == TPU_OP_GATHER) {
     out[0] = gather(h, in[0], in[1], d, bad);
@@ -137,11 +241,12 @@ static void emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
 
 static void message(const tpu_op_call *call, char *buf, size_t len) {
   int d = dim_of(call);
+  const tpu_tensor *self = &call->tensors[is_scatter(call->op) ? 2 : 0];
   snprintf(buf, len, "%s(): index out of bounds for dimension %d with size %lld",
-           tpu_op_name(call->op), d, (long long)call->tensors[0].sizes[d]);
+           tpu_op_name(call->op), d, (long long)self->sizes[d]);
 }
 
 const tpu_pjrt_family tpu_pjrt_index_family = {
-    .supports = supports, .emit = emit, .message = message};
+    .supports = supports, .reads_output = reads_output, .emit = emit, .message = message};
 
 const tpu_pjrt_family tpu_pjrt_trilu_family = {.supports = supports_trilu, .emit = emit_trilu};

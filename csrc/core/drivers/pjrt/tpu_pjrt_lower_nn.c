@@ -164,7 +164,7 @@ static void embedding_backward(tpu_hlo *h, const tpu_op_call *call, const tpu_hl
   index = tpu_hlo_select(h, counts, index, full_i64(h, V, &index));
   tpu_hlo_value zeros = {.elem = gw->dtype, .rank = 2, .dims = {V, gw->sizes[1]}};
   zeros = tpu_hlo_full(h, gw->dtype, "0.0", &zeros);
-  out[0] = tpu_hlo_scatter_add(h, zeros, index, in[0]);
+  out[0] = tpu_hlo_scatter(h, zeros, index, in[0], TPU_HLO_ADD);
 }
 
 static void emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,

@@ -168,10 +168,10 @@
   X(SDPA_BACKWARD, FAMILY, &tpu_pjrt_attention_family)                                             \
   X(INDEX_SELECT, FAMILY, &tpu_pjrt_index_family)                                                  \
   X(GATHER, FAMILY, &tpu_pjrt_index_family)                                                        \
-  X(SCATTER, NONE, NULL) /* duplicates must keep the last write; XLA's scatter leaves it open */  \
-  X(INDEX_ADD, NONE, NULL) /* a scatter: not written yet */                                        \
-  X(INDEX_COPY, NONE, NULL) /* a scatter with assignment (see SCATTER) */                          \
-  X(INDEX_FILL, NONE, NULL) /* a scatter with assignment (see SCATTER) */                          \
+  X(SCATTER, FAMILY, &tpu_pjrt_index_family)                                                       \
+  X(INDEX_ADD, FAMILY, &tpu_pjrt_index_family)                                                     \
+  X(INDEX_COPY, FAMILY, &tpu_pjrt_index_family)                                                    \
+  X(INDEX_FILL, FAMILY, &tpu_pjrt_index_family)                                                    \
   X(INDEX, NONE, NULL) /* advanced indexing over restrided views: not written yet */               \
   X(INDEX_PUT, NONE, NULL) /* advanced indexing over restrided views: not written yet */           \
   X(NONZERO_COUNT, NONE, NULL) /* its count sizes the caller's next allocation on the host */      \
