@@ -9,6 +9,9 @@ static int kinds_of(tpu_op_id op) {
   switch (op) {
   case TPU_OP_MUL: case TPU_OP_MAXIMUM: case TPU_OP_MINIMUM:
     return F | I | B;
+  /* Integer powers wrap, and a negative exponent gives 0 but for the bases 1 and -1, in XLA's
+   * power as in c10's powi. */
+  case TPU_OP_POW: case TPU_OP_POW_SCALAR: case TPU_OP_ADDCMUL:
   case TPU_OP_ADD: case TPU_OP_NEG: case TPU_OP_ABS: case TPU_OP_CLAMP: case TPU_OP_CLAMP_MIN:
   case TPU_OP_CLAMP_MAX: case TPU_OP_CLAMP_TENSOR: case TPU_OP_FLOOR: case TPU_OP_CEIL:
   case TPU_OP_ROUND:
@@ -22,14 +25,14 @@ static int kinds_of(tpu_op_id op) {
   case TPU_OP_BITWISE_AND: case TPU_OP_BITWISE_OR: case TPU_OP_BITWISE_XOR:
   case TPU_OP_BITWISE_NOT:
     return I | B;
-  case TPU_OP_DIV: case TPU_OP_POW: case TPU_OP_SQRT: case TPU_OP_RSQRT:
-  case TPU_OP_RECIPROCAL: case TPU_OP_EXP: case TPU_OP_EXPM1: case TPU_OP_LOG:
-  case TPU_OP_LOG1P: case TPU_OP_SIN: case TPU_OP_COS: case TPU_OP_TANH: case TPU_OP_ERF:
-  case TPU_OP_SIGMOID: case TPU_OP_POW_SCALAR: case TPU_OP_GELU: case TPU_OP_GELU_BACKWARD:
+  case TPU_OP_DIV: case TPU_OP_SQRT: case TPU_OP_RSQRT: case TPU_OP_RECIPROCAL: case TPU_OP_EXP:
+  case TPU_OP_EXPM1: case TPU_OP_LOG: case TPU_OP_LOG1P: case TPU_OP_SIN: case TPU_OP_COS:
+  case TPU_OP_TANH: case TPU_OP_ERF: case TPU_OP_SIGMOID: case TPU_OP_GELU:
+  case TPU_OP_GELU_BACKWARD:
   case TPU_OP_SILU: case TPU_OP_SILU_BACKWARD: case TPU_OP_SIGMOID_BACKWARD:
   case TPU_OP_TANH_BACKWARD: case TPU_OP_LEAKY_RELU: case TPU_OP_LEAKY_RELU_BACKWARD:
   case TPU_OP_HARDTANH_BACKWARD: case TPU_OP_LERP: case TPU_OP_LERP_SCALAR:
-  case TPU_OP_ADDCMUL: case TPU_OP_ADDCDIV: case TPU_OP_NAN_TO_NUM: case TPU_OP_TAN:
+  case TPU_OP_ADDCDIV: case TPU_OP_NAN_TO_NUM: case TPU_OP_TAN:
   case TPU_OP_SINH: case TPU_OP_COSH: case TPU_OP_ASIN: case TPU_OP_ACOS: case TPU_OP_ATAN:
   case TPU_OP_ATAN2: case TPU_OP_ERFC: case TPU_OP_ERFINV: case TPU_OP_FRAC: case TPU_OP_COPYSIGN:
   case TPU_OP_EXP2: case TPU_OP_LOG2: case TPU_OP_LOG10: case TPU_OP_GELU_TANH:
@@ -447,6 +450,8 @@ static tpu_hlo_value emit_any(ew *e, const tpu_hlo_value *x) {
   case TPU_OP_ABS: return e->compute == TPU_UINT8 ? a : un(e, "abs", a);
   case TPU_OP_CLAMP:
     return minmax(e, "minimum", minmax(e, "maximum", a, scal(e, 0)), scal(e, 1));
+  case TPU_OP_POW: return floating ? emit_float(e, x) : bin(e, "power", a, b);
+  case TPU_OP_POW_SCALAR: return floating ? emit_float(e, x) : bin(e, "power", a, scal(e, 0));
   case TPU_OP_CLAMP_TENSOR: { /* a NaN bound gives that NaN, then a NaN x passes through */
     tpu_hlo_value r = minmax(e, "minimum", minmax(e, "maximum", a, b), x[2]);
     if (!floating)
