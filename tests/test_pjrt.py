@@ -118,6 +118,9 @@ for dtype in (torch.float32, torch.float64, torch.bfloat16, torch.float16):
     draws.append(torch.empty(6, 9, dtype=dtype, device="tpu").uniform_(-3.0, 5.5))
 draws.append(torch.empty(10, 10, device="tpu").t().uniform_())  # a transposed view
 draws.append(torch.empty(64, dtype=torch.int64, device="tpu").bernoulli_(0.3))
+draws.append(torch.empty(50, dtype=torch.int32, device="tpu").random_(-5, 95))
+draws.append(torch.empty(40, dtype=torch.int64, device="tpu").random_())  # 63-bit range, 2 words
+draws.append(torch.empty(30, device="tpu").random_())  # float32 in [0, 2^24]
 x.requires_grad_(True)
 y = torch.nn.functional.dropout(x * 2, p=0.4, training=True)
 y.sum().backward()

@@ -1,9 +1,11 @@
-/* Random ops (ops/tpu_ops_random.h) in StableHLO: UNIFORM, NORMAL, BERNOULLI with a scalar p,
- * DROPOUT and DROPOUT_BACKWARD. The module computes the stream's Philox4x32-10 words itself from
- * the seed and offset, which are runtime arguments (a new offset never recompiles), with the
+/* Random ops (ops/tpu_ops_random.h) in StableHLO: UNIFORM, NORMAL, RANDOM (its range a constant
+ * of the module: it decides whether an element takes one word or two), BERNOULLI with a scalar
+ * p, DROPOUT and DROPOUT_BACKWARD. The module computes the stream's Philox4x32-10 words itself
+ * from the seed and offset, which are runtime arguments (a new offset never recompiles), with the
  * counters and rounding of the host driver's kernels, so both drivers draw the same values bit for
  * bit; NORMAL's logarithm, cosine and sine are XLA's where the host's are libm's, so its values
  * agree within a few units in the last place. */
+#include <stdio.h>
 #include <string.h>
 
 #include "drivers/pjrt/tpu_pjrt_family.h"
@@ -21,6 +23,9 @@ static bool supports(const tpu_op_call *call) {
   switch (call->op) {
   case TPU_OP_UNIFORM: case TPU_OP_NORMAL:
     return call->n_inputs == 0 && call->n_outputs == 1 && floating_real(t[0].dtype);
+  case TPU_OP_RANDOM:
+    return call->n_inputs == 0 && call->n_outputs == 1 && tpu_dtype_is_computable(t[0].dtype) &&
+           !tpu_dtype_is_complex(t[0].dtype);
   case TPU_OP_BERNOULLI: /* a p tensor is checked against [0, 1]: the host's kernel does that */
     return call->n_inputs == 0 && call->n_outputs == 1 && tpu_dtype_is_computable(t[0].dtype) &&
            !tpu_dtype_is_complex(t[0].dtype);
@@ -102,9 +107,8 @@ static tpu_hlo_value uniforms_f32(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *c
                         tpu_hlo_full(h, TPU_FLOAT32, "5.9604644775390625E-8", &w));
 }
 
-/* Double uniforms of elements [0, n): words 2i, 2i + 1 as lo | hi << 32, its low 53 bits *
- * 2^-53, rank 1. */
-static tpu_hlo_value uniforms_f64(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *ctx, int64_t n) {
+/* Words 2i and 2i + 1 of elements [0, n) as lo | hi << 32, a rank-1 uint64 value. */
+static tpu_hlo_value words64(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *ctx, int64_t n) {
   int64_t pairs[2] = {n, 2}, zero[2] = {0, 0}, lo_end[2] = {n, 1}, hi_start[2] = {0, 1},
           hi_end[2] = {n, 2};
   tpu_hlo_value w = tpu_hlo_reshape(h, philox_words(h, scalar, ctx, 2 * n), 2, pairs);
@@ -112,10 +116,15 @@ static tpu_hlo_value uniforms_f64(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *c
   tpu_hlo_value hi = tpu_hlo_reshape(h, tpu_hlo_slice(h, w, hi_start, hi_end), 1, &n);
   lo = tpu_hlo_convert(h, lo, TPU_UINT64);
   hi = tpu_hlo_binary(h, "shift_left", tpu_hlo_convert(h, hi, TPU_UINT64), u64(h, "32", &lo));
-  tpu_hlo_value bits = tpu_hlo_binary(h, "and", tpu_hlo_binary(h, "or", lo, hi),
-                                      u64(h, "9007199254740991", &lo)); /* 2^53 - 1 */
+  return tpu_hlo_binary(h, "or", lo, hi);
+}
+
+/* Double uniforms of elements [0, n): the 64-bit value's low 53 bits * 2^-53, rank 1. */
+static tpu_hlo_value uniforms_f64(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *ctx, int64_t n) {
+  tpu_hlo_value x = words64(h, scalar, ctx, n);
+  tpu_hlo_value bits = tpu_hlo_binary(h, "and", x, u64(h, "9007199254740991", &x)); /* 2^53 - 1 */
   return tpu_hlo_binary(h, "multiply", tpu_hlo_convert(h, bits, TPU_FLOAT64),
-                        tpu_hlo_full(h, TPU_FLOAT64, "1.1102230246251565E-16", &lo));
+                        tpu_hlo_full(h, TPU_FLOAT64, "1.1102230246251565E-16", &x));
 }
 
 /* The uniforms of `out`'s elements (double for float64, float otherwise), shaped as out. */
@@ -179,6 +188,26 @@ static tpu_hlo_value uniform(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *ctx,
   return tpu_hlo_select(h, tpu_hlo_compare(h, "EQ", v, to_r), from_r, v);
 }
 
+/* from + bits % range in wrapping uint64 (range 0: every value), as int64 shaped as `out`: bits
+ * is word i for a range of at most 2^32, else words 2i, 2i + 1 as lo | hi << 32. */
+static tpu_hlo_value random_ints(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *ctx,
+                                 const tpu_tensor *out, uint64_t range) {
+  int64_t n = tpu_tensor_numel(out);
+  tpu_hlo_value bits;
+  if (range != 0 && range <= (UINT64_C(1) << 32))
+    bits = tpu_hlo_convert(h, philox_words(h, scalar, ctx, n), TPU_UINT64);
+  else
+    bits = words64(h, scalar, ctx, n);
+  if (range != 0) {
+    char literal[24];
+    snprintf(literal, sizeof literal, "%llu", (unsigned long long)range);
+    bits = tpu_hlo_binary(h, "remainder", bits, u64(h, literal, &bits));
+  }
+  tpu_hlo_value from = tpu_hlo_splat(h, scalar_u64(h, scalar, ctx, 0), &bits);
+  tpu_hlo_value v = tpu_hlo_binary(h, "add", bits, from);
+  return tpu_hlo_reshape(h, tpu_hlo_bitcast(h, v, TPU_INT64, 1, &n), out->ndim, out->sizes);
+}
+
 /* z * std + mean in float (double for float64), the product rounded before the sum as on the
  * host, then rounded to the dtype. */
 static tpu_hlo_value normal(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *ctx,
@@ -222,6 +251,9 @@ static void emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
     break;
   case TPU_OP_NORMAL:
     out[0] = normal(h, scalar, ctx, &t[0]);
+    break;
+  case TPU_OP_RANDOM: /* an int64 value, stored as a copy from int64 stores it */
+    out[0] = random_ints(h, scalar, ctx, &t[0], call->scalars[1].u);
     break;
   case TPU_OP_BERNOULLI:
     out[0] = draw(h, scalar, ctx, &t[0]); /* stored as 1 or 0 in the output's dtype */

@@ -14,7 +14,7 @@
   X(FILL, FILL, NULL)                                                                              \
   X(UNIFORM, FAMILY, &tpu_pjrt_random_family)                                                      \
   X(NORMAL, FAMILY, &tpu_pjrt_random_family)                                                       \
-  X(RANDOM, NONE, NULL) /* integer draws of 64-bit ranges: not written yet */                      \
+  X(RANDOM, FAMILY, &tpu_pjrt_random_family)                                                       \
   X(BERNOULLI, FAMILY, &tpu_pjrt_random_family)                                                    \
   X(DROPOUT, FAMILY, &tpu_pjrt_random_family)                                                      \
   X(DROPOUT_BACKWARD, FAMILY, &tpu_pjrt_random_family)                                             \
