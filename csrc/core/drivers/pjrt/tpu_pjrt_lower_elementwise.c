@@ -7,14 +7,13 @@ enum { F = 1, I = 2, B = 4 };
 
 static int kinds_of(tpu_op_id op) {
   switch (op) {
-  case TPU_OP_MUL: case TPU_OP_MAXIMUM: case TPU_OP_MINIMUM:
+  case TPU_OP_ADD: case TPU_OP_MUL: case TPU_OP_MAXIMUM: case TPU_OP_MINIMUM:
     return F | I | B;
   /* Integer powers wrap, and a negative exponent gives 0 but for the bases 1 and -1, in XLA's
    * power as in c10's powi. */
-  case TPU_OP_POW: case TPU_OP_POW_SCALAR: case TPU_OP_ADDCMUL:
-  case TPU_OP_ADD: case TPU_OP_NEG: case TPU_OP_ABS: case TPU_OP_CLAMP: case TPU_OP_CLAMP_MIN:
-  case TPU_OP_CLAMP_MAX: case TPU_OP_CLAMP_TENSOR: case TPU_OP_FLOOR: case TPU_OP_CEIL:
-  case TPU_OP_ROUND:
+  case TPU_OP_POW: case TPU_OP_POW_SCALAR: case TPU_OP_ADDCMUL: case TPU_OP_NEG: case TPU_OP_ABS:
+  case TPU_OP_CLAMP: case TPU_OP_CLAMP_MIN: case TPU_OP_CLAMP_MAX: case TPU_OP_CLAMP_TENSOR:
+  case TPU_OP_FLOOR: case TPU_OP_CEIL: case TPU_OP_ROUND:
   case TPU_OP_TRUNC: case TPU_OP_THRESHOLD:
     return F | I;
   case TPU_OP_EQ: case TPU_OP_NE: case TPU_OP_LT: case TPU_OP_LE: case TPU_OP_GT:
@@ -439,7 +438,10 @@ static tpu_hlo_value emit_any(ew *e, const tpu_hlo_value *x) {
   bool floating = tpu_dtype_is_floating(e->compute);
   tpu_hlo_value a = x[0], b = e->call->n_inputs > 1 ? x[1] : x[0];
   switch (e->call->op) {
-  case TPU_OP_ADD: return bin(e, "add", a, bin(e, "multiply", scal(e, 0), b));
+  case TPU_OP_ADD: /* on bool: a || (alpha && b) */
+    if (e->compute == TPU_BOOL)
+      return bin(e, "or", a, bin(e, "and", scal(e, 0), b));
+    return bin(e, "add", a, bin(e, "multiply", scal(e, 0), b));
   /* On bool: a product is an and, the larger an or, the smaller an and. */
   case TPU_OP_MUL: return bin(e, e->compute == TPU_BOOL ? "and" : "multiply", a, b);
   case TPU_OP_MAXIMUM:

@@ -1,8 +1,9 @@
 /* The nn family (ops/tpu_ops_nn.h) in StableHLO: NLL_LOSS and its backward on floating inputs,
- * EMBEDDING_BACKWARD on floating gradients without scale_grad_by_freq. Bad targets and indices
- * set the call's flag (an IndexError, nothing stored). Losses compute in float64: each product of
- * two values of the dtype is exact there and rounds once, as the host kernel's; sums differ from
- * its block order only in float64's last bits. Embedding rows are a scatter-add in the dtype. */
+ * EMBEDDING_BACKWARD on floating gradients (scale_grad_by_freq's counts too). Bad targets and
+ * indices set the call's flag (an IndexError, nothing stored). Losses compute in float64: each
+ * product of two values of the dtype is exact there and rounds once, as the host kernel's; sums
+ * differ from its block order only in float64's last bits. Embedding rows are a scatter-add in
+ * the dtype. */
 #include <stdio.h>
 
 #include "drivers/pjrt/tpu_pjrt_family.h"
@@ -34,11 +35,14 @@ static bool supports(const tpu_op_call *call) {
     return (call->n_inputs == 3 || call->n_inputs == 4) && call->n_outputs == 1 &&
            nll_supported(call, &t[call->n_inputs], &t[1], call->n_inputs == 4 ? &t[3] : NULL) &&
            t[0].dtype == t[call->n_inputs].dtype && t[2].dtype == t[0].dtype && t[2].ndim == 0;
-  case TPU_OP_EMBEDDING_BACKWARD:
-    return call->n_inputs == 2 && call->n_outputs == 1 && call->scalars[1].i == 0 &&
-           t[0].ndim == 2 && t[1].ndim == 1 && t[2].ndim == 2 && floating(&t[0]) &&
-           t[2].dtype == t[0].dtype && (t[1].dtype == TPU_INT64 || t[1].dtype == TPU_INT32) &&
-           t[0].sizes[0] == t[1].sizes[0] && t[0].sizes[1] == t[2].sizes[1];
+  case TPU_OP_EMBEDDING_BACKWARD: { /* with scale_grad_by_freq, counts [V] as a second output */
+    bool freq = call->scalars[1].i != 0;
+    return call->n_inputs == 2 && call->n_outputs == (freq ? 2 : 1) && t[0].ndim == 2 &&
+           t[1].ndim == 1 && t[2].ndim == 2 && floating(&t[0]) && t[2].dtype == t[0].dtype &&
+           (t[1].dtype == TPU_INT64 || t[1].dtype == TPU_INT32) &&
+           t[0].sizes[0] == t[1].sizes[0] && t[0].sizes[1] == t[2].sizes[1] &&
+           (!freq || (t[3].dtype == TPU_INT64 && t[3].ndim == 1 && t[3].sizes[0] == t[2].sizes[0]));
+  }
   default:
     return false;
   }
@@ -157,14 +161,30 @@ static void embedding_backward(tpu_hlo *h, const tpu_op_call *call, const tpu_hl
                                tpu_hlo_value *out, tpu_hlo_value *bad) {
   const tpu_tensor *gw = &call->tensors[2];
   int64_t V = gw->sizes[0];
-  tpu_hlo_value index = tpu_hlo_convert(h, in[1], TPU_INT64);
+  tpu_hlo_value index = tpu_hlo_convert(h, in[1], TPU_INT64), grad = in[0];
   tpu_hlo_value counts = tpu_hlo_compare(h, "NE", index, full_i64(h, call->scalars[0].i, &index));
   *bad = tpu_hlo_any(h, tpu_hlo_binary(h, "and", counts, outside(h, index, V)));
+  if (call->scalars[1].i) { /* each row scaled by 1 / its index's count, the padding's counted */
+    tpu_hlo_value uses = tpu_hlo_full(h, TPU_INT64, "0", &(tpu_hlo_value){.rank = 1, .dims = {V}});
+    uses = tpu_hlo_scatter(h, uses, index, full_i64(h, 1, &index), TPU_HLO_ADD);
+    out[1] = uses;
+    tpu_hlo_value at = tpu_hlo_binary(h, "minimum",
+                                      tpu_hlo_binary(h, "maximum", index, full_i64(h, 0, &index)),
+                                      full_i64(h, V - 1, &index));
+    tpu_hlo_value used = tpu_hlo_convert(h, tpu_hlo_take(h, uses, at, 0), TPU_FLOAT64);
+    tpu_hlo_value scale = tpu_hlo_binary(h, "divide", tpu_hlo_full(h, TPU_FLOAT64, "1.0", &used),
+                                         used);
+    tpu_dtype work = grad.elem == TPU_FLOAT64 ? TPU_FLOAT64 : TPU_FLOAT32;
+    int64_t rows = 0;
+    scale = tpu_hlo_broadcast(h, tpu_hlo_convert(h, scale, work), 2, grad.dims, &rows);
+    grad = tpu_hlo_convert(h, tpu_hlo_binary(h, "multiply", tpu_hlo_convert(h, grad, work), scale),
+                           grad.elem);
+  }
   /* The padding row's index moves out of range, where the scatter adds nothing. */
   index = tpu_hlo_select(h, counts, index, full_i64(h, V, &index));
   tpu_hlo_value zeros = {.elem = gw->dtype, .rank = 2, .dims = {V, gw->sizes[1]}};
   zeros = tpu_hlo_full(h, gw->dtype, "0.0", &zeros);
-  out[0] = tpu_hlo_scatter(h, zeros, index, in[0], TPU_HLO_ADD);
+  out[0] = tpu_hlo_scatter(h, zeros, index, grad, TPU_HLO_ADD);
 }
 
 static void emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
