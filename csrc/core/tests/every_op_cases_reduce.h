@@ -19,6 +19,8 @@ static const op_case reduce_cases[] = {
      .tensors = {{F32(300, 256)}, {F32(1, 256)}}},
     {CASE(SUM, "large float64, two long rows split over the pool", 1, 1),
      .compute = TPU_FLOAT64, .tensors = {{F64(2, 40000)}, {F64(2, 1)}}},
+    {CASE(SUM, "bool rows counted in int64", 1, 1), .compute = TPU_INT64,
+     .tensors = {{BOOL_(12, 30), EVERY(3)}, {I64(12, 1)}}},
     {CASE(PROD, "float64 rows", 1, 1), .compute = TPU_FLOAT64,
      .tensors = {{F64(8, 40), RANGE(0.5, 1.5)}, {F64(8, 1)}}},
     {CASE(PROD, "int32 wrapping in int64", 1, 1), .compute = TPU_INT64,

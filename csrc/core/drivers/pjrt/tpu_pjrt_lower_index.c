@@ -54,13 +54,15 @@ static bool is_scatter(tpu_op_id op) {
 }
 
 /* index, src and self (updated in place) of one rank with index within src, and within self
- * outside dim; real dtypes (bool combines as a logical op on the host). */
+ * outside dim; real dtypes, and bool for assignments (it adds and multiplies as a logical op on
+ * the host). */
 static bool supports_scatter(const tpu_op_call *call) {
   const tpu_tensor *index = &call->tensors[0], *src = &call->tensors[1], *self = &call->tensors[2];
   int64_t d = call->scalars[0].i, accum = call->scalars[1].i;
   if (call->n_inputs != 2 || call->n_outputs != 1 || self->ndim < 1 || index->ndim != self->ndim ||
       src->ndim != self->ndim || d < 0 || d >= self->ndim || !index->buf ||
-      !is_index_dtype(index) || src->dtype != self->dtype || self->dtype == TPU_BOOL ||
+      !is_index_dtype(index) || src->dtype != self->dtype ||
+      (self->dtype == TPU_BOOL && accum != TPU_ACCUM_ASSIGN) ||
       (accum != TPU_ACCUM_ASSIGN && accum != TPU_ACCUM_ADD && accum != TPU_ACCUM_MUL))
     return false;
   for (int i = 0; i < self->ndim; i++)

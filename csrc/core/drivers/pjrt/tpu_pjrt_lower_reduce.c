@@ -6,14 +6,13 @@ bool tpu_pjrt_reduce_supports(const tpu_op_call *call) {
   const tpu_tensor *in = &call->tensors[0], *out = &call->tensors[1];
   if (call->n_inputs != 1 || call->n_outputs != 1 || in->ndim != out->ndim)
     return false;
-  bool real = tpu_dtype_is_computable(in->dtype) && !tpu_dtype_is_complex(in->dtype) &&
-              in->dtype != TPU_BOOL;
+  bool real = tpu_dtype_is_computable(in->dtype) && !tpu_dtype_is_complex(in->dtype);
   switch (call->op) {
-  case TPU_OP_SUM:
+  case TPU_OP_SUM: /* bool counts its true elements in the compute dtype */
     return real && tpu_dtype_is_computable(call->compute) &&
            !tpu_dtype_is_complex(call->compute) && call->compute != TPU_BOOL;
   case TPU_OP_AMAX: case TPU_OP_AMIN:
-    return real;
+    return real && in->dtype != TPU_BOOL;
   default:
     return false;
   }
