@@ -51,6 +51,7 @@ EXEC_KEYS = (
     "executable_load_us",
     "executable_runs",
     "executable_run_us",
+    "modules_lowered",
 )
 
 
@@ -165,19 +166,24 @@ def made(stats: dict[str, int]) -> str:
 
 
 def split_cells(r: dict[str, Any]) -> list[str]:
-    """First step (compile or load time), executables made while timed, executables run per step
-    and their share of it."""
+    """First step (compile or load time), executables made while timed, executables run per step,
+    their share of it, the host's time per run (the step time the runs leave, per run) and the
+    modules lowered while timed (0 once every structure has its compiled module)."""
     if not r.get("first"):
-        return [fmt_s(r["first_s"]), "", "", "", ""]
+        return [fmt_s(r["first_s"]), "", "", "", "", "", ""]
     f, s, n = r["first"], r["steady"], len(r["step_s"])
     late = made(s) if s["executables_compiled"] or s["executables_loaded"] else "0"
-    run_share = s["executable_run_us"] / 1e6 / sum(r["step_s"])
+    total_s = sum(r["step_s"])
+    run_share = s["executable_run_us"] / 1e6 / total_s
+    host_us = (total_s - s["executable_run_us"] / 1e6) * 1e6 / max(s["executable_runs"], 1)
     return [
         fmt_s(r["first_s"]),
         made(f),
         late,
         fmt_count(s["executable_runs"] / n),
         fmt_pct(run_share),
+        f"{host_us:.0f} µs",
+        fmt_count(s["modules_lowered"] / n) if "modules_lowered" in s else "",
     ]
 
 
@@ -189,7 +195,7 @@ def table(section: dict[str, Any], fn: Footnotes) -> str:
         lines = []
         for name, r in res.items():
             if r["status"] != "ok":
-                lines.append([name, f"{r['status']} {fn.mark(r['reason'])}", *[""] * 9])
+                lines.append([name, f"{r['status']} {fn.mark(r['reason'])}", *[""] * 11])
                 continue
             vs_cpu = ratio(r, res["cpu-eager"])
             strict = res.get(name.replace("fused", "strict").removesuffix("-warm"), {})
@@ -216,12 +222,14 @@ def table(section: dict[str, Any], fn: Footnotes) -> str:
             "made while timed",
             "runs / step",
             "run share",
+            "host / run",
+            "lowered / step",
             "device peak",
             "driver fallbacks (calls)",
         ]
         parts.append(
             f"#### {row['model']} {row['task']} ({row['warmup']} warm-up steps after the first, "
-            f"{row['timed']} timed)\n\n" + md_table(heads, lines, [False] + [True] * 9 + [False])
+            f"{row['timed']} timed)\n\n" + md_table(heads, lines, [False] + [True] * 11 + [False])
         )
     note = (
         "Each contender in its own process, one after the other. Speeds are CPU eager's (or "
@@ -229,7 +237,9 @@ def table(section: dict[str, Any], fn: Footnotes) -> str:
         f"disk cache) or loads ({WARM}: the cache pjrt-fused wrote); made while timed: "
         "executables compiled or loaded during the timed steps (new modules). Runs / step: "
         "executables launched per timed step; run share: the part of the step from their launch "
-        "to their completion (the rest is Python, lowering, copies and waiting). Losses match CPU "
+        "to their completion (the rest is Python, lowering, copies and waiting); host / run: that "
+        "rest per run; lowered / step: runs lowered to a module during the timed steps (a run "
+        "whose structure has its compiled module binds buffers and scalars only). Losses match CPU "
         f"eager within rtol {LOSS_RTOL} at every step, else the row says wrong."
     )
     return "### PJRT driver (XLA CPU plugin): train steps\n\n" + note + "\n\n" + "\n\n".join(parts)
