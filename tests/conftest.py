@@ -72,6 +72,26 @@ def seed_random_inputs(request: pytest.FixtureRequest) -> int:
     return seed
 
 
+def package_settings() -> dict[str, str]:
+    """The TORCH_TPU_* variables of this process's environment."""
+    return {k: v for k, v in os.environ.items() if k.startswith("TORCH_TPU_")}
+
+
+@pytest.fixture(autouse=True)
+def settings_stay_as_they_were() -> Iterator[None]:
+    """Fails a test that leaves a TORCH_TPU_* variable changed (and restores them): subprocesses
+    that later tests start in the same worker inherit the environment, so a leaked driver setting
+    breaks tests far from the one that leaked it."""
+    before = package_settings()
+    yield
+    after = package_settings()
+    if after != before:
+        for name in after.keys() - before.keys():
+            del os.environ[name]
+        os.environ.update(before)
+        pytest.fail(f"the test left TORCH_TPU_* variables changed: {before} became {after}")
+
+
 @pytest.fixture(params=EAGER_MODES)
 def eager_mode(request: pytest.FixtureRequest) -> Iterator[str]:
     """Runs the test in one eager mode, then restores the default (strict)."""

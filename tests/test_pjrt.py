@@ -337,6 +337,14 @@ def test_verification_finds_kept_modules_equal_to_fresh_ones(mode: str) -> None:
     torch.testing.assert_close(ast.literal_eval(tpu), ast.literal_eval(cpu), rtol=1e-5, atol=1e-6)
 
 
+def clear_env(monkeypatch: pytest.MonkeyPatch, *names: str) -> None:
+    """Unsets `names` for the test and restores them after it, whatever the test sets them to
+    (monkeypatch.delenv alone records nothing for a variable that was not set)."""
+    for name in names:
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
+
+
 def fake_libtpu(root) -> str:
     """An installed-looking ``libtpu`` package under ``root``; its library's path."""
     package = root / "libtpu"
@@ -360,11 +368,9 @@ def test_a_tpu_host_selects_the_pjrt_driver_and_libtpu(
     if node:
         (devices / node).mkdir()
     monkeypatch.setattr(_pjrt_plugin, "DEVICE_ROOT", devices)
-    monkeypatch.delenv("TORCH_TPU_PJRT_PLUGIN", raising=False)
+    clear_env(monkeypatch, "TORCH_TPU_PJRT_PLUGIN", "TORCH_TPU_DRIVER")
     if driver:
         monkeypatch.setenv("TORCH_TPU_DRIVER", driver)
-    else:
-        monkeypatch.delenv("TORCH_TPU_DRIVER", raising=False)
     _pjrt_plugin.hand_over()
     chosen = node is not None and driver is None  # a TPU, and nothing says otherwise
     assert os.environ.get("TORCH_TPU_DRIVER") == ("pjrt" if chosen else driver)
@@ -377,6 +383,6 @@ def test_without_libtpu_a_tpu_device_node_keeps_the_host_driver(tmp_path, monkey
     (tmp_path / "accel0").mkdir()
     monkeypatch.setattr(_pjrt_plugin, "DEVICE_ROOT", tmp_path)
     monkeypatch.setattr(_pjrt_plugin, "plugin_in_package", lambda name: None)
-    monkeypatch.delenv("TORCH_TPU_DRIVER", raising=False)
+    clear_env(monkeypatch, "TORCH_TPU_PJRT_PLUGIN", "TORCH_TPU_DRIVER")
     _pjrt_plugin.hand_over()
     assert "TORCH_TPU_DRIVER" not in os.environ
