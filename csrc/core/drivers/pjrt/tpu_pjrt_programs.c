@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,10 +46,11 @@ static void put_dims(description *d, const int64_t *v, int n) {
 /* The scalar slot of `call` that host view t reads (a scalar operand, tpu_op_set_scalar_input), or
  * -1. Its value is an argument of the module, bound at run time. */
 static int scalar_input_slot(const tpu_op_call *call, const tpu_tensor *t) {
-  const char *p = (const char *)t->host + t->offset, *base = (const char *)call->scalars;
-  if (t->buf || p < base || p >= (const char *)(call->scalars + TPU_OP_MAX_SCALARS))
+  /* Compared as integers: a host view usually points into another object. */
+  uintptr_t p = (uintptr_t)t->host + (uintptr_t)t->offset, base = (uintptr_t)call->scalars;
+  if (t->buf || p < base || p >= base + sizeof call->scalars)
     return -1;
-  return (int)((size_t)(p - base) / sizeof(tpu_scalar));
+  return (int)((p - base) / sizeof(tpu_scalar));
 }
 
 static bool is_dropped(const tpu_buffer *b, tpu_buffer *const *dropped, int n_dropped) {
