@@ -3,7 +3,9 @@
  * storages and with other runtime scalars finds the kept program without lowering; each change a
  * module depends on (sizes, strides, an offset, storages shared or not, a storage's element type
  * or its lack of contents, a constant scalar, a dropped storage) finds another; verification
- * lowers a found run again and accepts it. */
+ * lowers a found run again and accepts it. Runtime scalars' buffers are kept by value
+ * (drivers/pjrt/tpu_pjrt_scalars.h): a value comes back as the same buffer, and past the table's
+ * room each value still gets a buffer holding it. */
 #include <string.h>
 #include <unistd.h>
 
@@ -11,6 +13,7 @@
 #include "drivers/pjrt/tpu_pjrt_buffer.h"
 #include "drivers/pjrt/tpu_pjrt_plugin.h"
 #include "drivers/pjrt/tpu_pjrt_programs.h"
+#include "drivers/pjrt/tpu_pjrt_scalars.h"
 #include "drivers/pjrt/tpu_pjrt_storage.h"
 #include "tpu_test.h"
 
@@ -153,6 +156,28 @@ static void test_each_dependency_finds_another_program(void) {
   check_new(program_of(sums[1], NULL), sum, before, "a constant scalar");
 }
 
+static void test_scalar_buffers_are_kept_by_value(void) {
+  double one = 1.0;
+  PJRT_Buffer *first, *again;
+  bool owned_first, owned_again;
+  CHECK_OK(tpu_pjrt_scalar_buffer(client, TPU_FLOAT64, &one, &first, &owned_first));
+  CHECK_OK(tpu_pjrt_scalar_buffer(client, TPU_FLOAT64, &one, &again, &owned_again));
+  CHECK(first == again && !owned_first && !owned_again);
+  int owned = 0;
+  for (int64_t i = 0; i < 3000; i++) { /* more values than the table has places */
+    PJRT_Buffer *b;
+    bool own;
+    CHECK_OK(tpu_pjrt_scalar_buffer(client, TPU_INT64, &i, &b, &own));
+    int64_t back = -1;
+    CHECK_OK(tpu_pjrt_buffer_to_host(client, b, &back, sizeof back));
+    CHECK(back == i);
+    owned += own;
+    if (own)
+      tpu_pjrt_buffer_destroy(client, b);
+  }
+  CHECK(owned > 0); /* some values found their place taken and were the run's alone */
+}
+
 int main(void) {
   TEST_MAIN_BEGIN();
   const char *path = tpu_env_get("TORCH_TPU_PJRT_PLUGIN");
@@ -173,6 +198,7 @@ int main(void) {
   }
   RUN_TEST(test_same_structure_binds_only);
   RUN_TEST(test_each_dependency_finds_another_program);
+  RUN_TEST(test_scalar_buffers_are_kept_by_value);
   for (int i = 0; i < STORAGES; i++)
     tpu_buffer_release_storage(bufs[i]);
   TEST_MAIN_END();

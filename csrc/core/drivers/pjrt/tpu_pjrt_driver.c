@@ -15,6 +15,7 @@
 #include "drivers/pjrt/tpu_pjrt_lower.h"
 #include "drivers/pjrt/tpu_pjrt_plugin.h"
 #include "drivers/pjrt/tpu_pjrt_programs.h"
+#include "drivers/pjrt/tpu_pjrt_scalars.h"
 #include "drivers/pjrt/tpu_pjrt_storage.h"
 #include "drivers/pjrt/tpu_pjrt_view.h"
 #include "device/tpu_stream.h"
@@ -159,7 +160,7 @@ static tpu_status bind_args(const tpu_pjrt_program *p, const tpu_op_call *const 
                             PJRT_Buffer **bufs, bool *owned) {
   for (int i = 0; i < p->n_args; i++) {
     const tpu_pjrt_slot *a = &p->args[i];
-    owned[i] = a->source != TPU_PJRT_STORAGE;
+    owned[i] = a->source == TPU_PJRT_HOST;
     tpu_status st;
     if (a->source == TPU_PJRT_STORAGE) {
       const tpu_buffer *storage = calls[a->call]->tensors[a->index].buf;
@@ -171,8 +172,8 @@ static tpu_status bind_args(const tpu_pjrt_program *p, const tpu_op_call *const 
         st = tpu_error(TPU_ERR_RUNTIME, "a storage changed type while a PJRT module ran on it "
                        "(written from two streams without synchronization)");
     } else if (a->source == TPU_PJRT_SCALAR) {
-      st = tpu_pjrt_buffer_from_host(client, 0, a->dtype, NULL, 0,
-                                     &calls[a->call]->scalars[a->index], &bufs[i]);
+      st = tpu_pjrt_scalar_buffer(client, a->dtype, &calls[a->call]->scalars[a->index], &bufs[i],
+                                  &owned[i]);
     } else {
       const tpu_tensor *host = &calls[a->call]->tensors[a->index];
       size_t bytes = dense_bytes(host);
