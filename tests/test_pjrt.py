@@ -268,12 +268,14 @@ def test_bench_models_run_with_no_driver_fallback(model: str) -> None:
     from bench.steps import StepRunner, batches
 
     torch.tpu.reset_op_stats()
+    torch.tpu.reset_compile_cache_stats()
     for kind in ("train", "eval"):
         contender = Contender("tpu-strict", "strict", "", "tpu", "strict")
         runner = StepRunner(model, kind, contender, batches(model, 1))
         runner.run(0)
         runner.value()
     assert torch.tpu.op_stats()["driver_fallback"] == {}
+    assert torch.tpu.compile_cache_stats()["modules_unkeyed"] == 0  # every structure keyed
 
 
 TRAIN_SCRIPT = """
