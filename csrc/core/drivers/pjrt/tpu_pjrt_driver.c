@@ -194,7 +194,7 @@ static tpu_status bind_args(const tpu_pjrt_program *p, const tpu_op_call *const 
 /* The message of the first check result that is set, or NULL (or an error reading one); *call
  * receives the index in the run of the call it is about. */
 static tpu_status failed_check(const tpu_pjrt_program *p, PJRT_Buffer **outs, const char **why,
-                               int *call) {
+                               tpu_status *code, int *call) {
   *why = NULL;
   for (int i = 0; i < p->n_results && !*why; i++) {
     uint8_t flag = 0;
@@ -205,6 +205,7 @@ static tpu_status failed_check(const tpu_pjrt_program *p, PJRT_Buffer **outs, co
       return st;
     if (flag) {
       *why = p->messages[p->results[i].index];
+      *code = p->message_status[p->results[i].index];
       *call = p->message_call[p->results[i].index];
     }
   }
@@ -216,11 +217,12 @@ static tpu_status failed_check(const tpu_pjrt_program *p, PJRT_Buffer **outs, co
 static tpu_status take_results(const tpu_pjrt_program *p, const tpu_op_call *const *calls,
                                PJRT_Buffer **outs, int *failed) {
   const char *why;
-  tpu_status st = failed_check(p, outs, &why, failed);
+  tpu_status code = TPU_ERR_INDEX;
+  tpu_status st = failed_check(p, outs, &why, &code, failed);
   if (st != TPU_OK || why) {
     for (int i = 0; i < p->n_results; i++)
       tpu_pjrt_buffer_destroy(client, outs[i]);
-    return st != TPU_OK ? st : tpu_error(TPU_ERR_INDEX, "%s", why);
+    return st != TPU_OK ? st : tpu_error(code, "%s", why);
   }
   for (int i = 0; i < p->n_results; i++) {
     const tpu_pjrt_slot *r = &p->results[i];

@@ -28,11 +28,12 @@ typedef struct tpu_pjrt_family {
   bool (*reads_output)(const tpu_op_call *call, int k);
   /* out[k], the value of each present output k (in any floating or integer type), from in[i], the
    * present inputs as read from their views. *bad receives a uint8 scalar flag, nonzero when the
-   * input was invalid, when the family checks (message set). */
+   * input was invalid, when the call checks (message says so). */
   void (*emit)(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
                tpu_pjrt_scalar_fn scalar, void *ctx, tpu_hlo_value *out, tpu_hlo_value *bad);
-  /* The IndexError of a call whose flag was set, into buf; NULL: the family never checks. */
-  void (*message)(const tpu_op_call *call, char *buf, size_t len);
+  /* Whether the call checks its input: then buf receives the error of a run whose flag is set,
+   * and *code its status (TPU_ERR_INDEX when left as it is). NULL: the family never checks. */
+  bool (*message)(const tpu_op_call *call, char *buf, size_t len, tpu_status *code);
 } tpu_pjrt_family;
 
 extern const tpu_pjrt_family tpu_pjrt_index_family;     /* tpu_pjrt_lower_index.c */

@@ -229,14 +229,15 @@ static void write_output(lowering *l, const tpu_tensor *t, tpu_hlo_value value) 
   l->written[s] = true;
 }
 
-/* A flag result: nonzero makes the run fail with `message` (an IndexError). */
-static void add_check(lowering *l, tpu_hlo_value flag, const char *message) {
+/* A flag result: nonzero makes the run fail with `message` and status `code`. */
+static void add_check(lowering *l, tpu_hlo_value flag, const char *message, tpu_status code) {
   tpu_pjrt_program *p = l->p;
   if (p->n_messages == TPU_PJRT_MAX_RUN || p->n_results == TPU_HLO_MAX_RESULTS) {
     l->h.failed = true;
     return;
   }
   snprintf(p->messages[p->n_messages], TPU_PJRT_MESSAGE_LEN, "%s", message);
+  p->message_status[p->n_messages] = code;
   p->message_call[p->n_messages] = l->call_index;
   p->results[p->n_results++] =
       (tpu_pjrt_slot){TPU_PJRT_CHECK, l->call_index, p->n_messages++, TPU_UINT8};
@@ -309,11 +310,10 @@ static void lower_family(lowering *l, const tpu_pjrt_family *f, const tpu_op_cal
   for (int k = 0; k < call->n_outputs; k++)
     if (!absent(f, call, call->n_inputs + k))
       write_output(l, &call->tensors[call->n_inputs + k], outs[k]);
-  if (f->message) {
-    char message[TPU_PJRT_MESSAGE_LEN];
-    f->message(call, message, sizeof message);
-    add_check(l, bad, message);
-  }
+  char message[TPU_PJRT_MESSAGE_LEN];
+  tpu_status code = TPU_ERR_INDEX;
+  if (f->message && f->message(call, message, sizeof message, &code))
+    add_check(l, bad, message, code);
 }
 
 /* Adds one call to the module. */

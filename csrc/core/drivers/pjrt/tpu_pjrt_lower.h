@@ -46,9 +46,10 @@ typedef struct tpu_pjrt_program {
   tpu_pjrt_slot results[TPU_HLO_MAX_RESULTS];
   int n_zeros; /* storages read while nothing had written them: the module reads zeros */
   tpu_pjrt_slot zeros[TPU_HLO_MAX_ARGS];
-  int n_messages; /* the checks' IndexError messages; a program with checks donates nothing, so
-                     a failed run leaves every storage as it was */
+  int n_messages; /* the checks' errors; a program with checks donates nothing, so a failed run
+                     leaves every storage as it was */
   char messages[TPU_PJRT_MAX_RUN][TPU_PJRT_MESSAGE_LEN];
+  tpu_status message_status[TPU_PJRT_MAX_RUN]; /* each error's status (an IndexError mostly) */
   int message_call[TPU_PJRT_MAX_RUN]; /* the call (its index in the run) each check is about */
 } tpu_pjrt_program;
 

@@ -241,11 +241,13 @@ static void emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
   out[0] = tpu_hlo_take(h, in[0], checked(h, index, in[0].dims[d], bad), d);
 }
 
-static void message(const tpu_op_call *call, char *buf, size_t len) {
+static bool message(const tpu_op_call *call, char *buf, size_t len, tpu_status *code) {
+  (void)code; /* an IndexError */
   int d = dim_of(call);
   const tpu_tensor *self = &call->tensors[is_scatter(call->op) ? 2 : 0];
   snprintf(buf, len, "%s(): index out of bounds for dimension %d with size %lld",
            tpu_op_name(call->op), d, (long long)self->sizes[d]);
+  return true;
 }
 
 const tpu_pjrt_family tpu_pjrt_index_family = {

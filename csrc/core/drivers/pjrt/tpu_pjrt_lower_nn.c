@@ -199,12 +199,14 @@ static void emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
     embedding_backward(h, call, in, out, bad);
 }
 
-static void message(const tpu_op_call *call, char *buf, size_t len) {
+static bool message(const tpu_op_call *call, char *buf, size_t len, tpu_status *code) {
+  (void)code; /* an IndexError */
   if (call->op == TPU_OP_EMBEDDING_BACKWARD)
     snprintf(buf, len, "embedding_dense_backward(): an index is out of bounds for %lld embeddings",
              (long long)call->tensors[2].sizes[0]);
   else
     snprintf(buf, len, "Target is out of bounds.");
+  return true;
 }
 
 const tpu_pjrt_family tpu_pjrt_nn_family = {

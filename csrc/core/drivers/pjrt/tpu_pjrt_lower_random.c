@@ -26,9 +26,12 @@ static bool supports(const tpu_op_call *call) {
   case TPU_OP_RANDOM:
     return call->n_inputs == 0 && call->n_outputs == 1 && tpu_dtype_is_computable(t[0].dtype) &&
            !tpu_dtype_is_complex(t[0].dtype);
-  case TPU_OP_BERNOULLI: /* a p tensor is checked against [0, 1]: the host's kernel does that */
-    return call->n_inputs == 0 && call->n_outputs == 1 && tpu_dtype_is_computable(t[0].dtype) &&
-           !tpu_dtype_is_complex(t[0].dtype);
+  case TPU_OP_BERNOULLI: { /* a p tensor (of the output's sizes) is checked against [0, 1] */
+    const tpu_tensor *out = &t[call->n_inputs];
+    return call->n_inputs <= 1 && call->n_outputs == 1 && tpu_dtype_is_computable(out->dtype) &&
+           !tpu_dtype_is_complex(out->dtype) &&
+           (call->n_inputs == 0 || (floating_real(t[0].dtype) && same_sizes(&t[0], out)));
+  }
   case TPU_OP_DROPOUT:
     return call->n_inputs == 1 && call->n_outputs == 2 && floating_real(t[0].dtype) &&
            t[1].dtype == t[0].dtype && t[2].dtype == TPU_BOOL && same_sizes(&t[0], &t[1]) &&
@@ -222,11 +225,14 @@ static tpu_hlo_value normal(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *ctx,
   return tpu_hlo_convert(h, tpu_hlo_binary(h, "add", product, mean), out->dtype);
 }
 
-/* u < p in double: element i's draw as an i1 value shaped as `out`. */
+/* u < p in double: element i's draw as an i1 value shaped as `out`; p is the scalar slot 0, or
+ * the values of *p_tensor when given. */
 static tpu_hlo_value draw(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *ctx,
-                          const tpu_tensor *out) {
+                         const tpu_tensor *out, const tpu_hlo_value *p_tensor) {
   tpu_hlo_value u = tpu_hlo_convert(h, uniforms(h, scalar, ctx, out, false), TPU_FLOAT64);
-  return tpu_hlo_compare(h, "LT", u, tpu_hlo_splat(h, scalar(ctx, 0, true), &u));
+  tpu_hlo_value p = p_tensor ? tpu_hlo_convert(h, *p_tensor, TPU_FLOAT64)
+                             : tpu_hlo_splat(h, scalar(ctx, 0, true), &u);
+  return tpu_hlo_compare(h, "LT", u, p);
 }
 
 /* (x * mask) * scale in the dtype's compute type (float below float64), rounded once. */
@@ -243,7 +249,6 @@ static tpu_hlo_value apply_mask(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value keep,
 
 static void emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
                  tpu_pjrt_scalar_fn scalar, void *ctx, tpu_hlo_value *out, tpu_hlo_value *bad) {
-  (void)bad;
   const tpu_tensor *t = call->tensors;
   switch (call->op) {
   case TPU_OP_UNIFORM:
@@ -255,11 +260,18 @@ static void emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
   case TPU_OP_RANDOM: /* an int64 value, stored as a copy from int64 stores it */
     out[0] = random_ints(h, scalar, ctx, &t[0], call->scalars[1].u);
     break;
-  case TPU_OP_BERNOULLI:
-    out[0] = draw(h, scalar, ctx, &t[0]); /* stored as 1 or 0 in the output's dtype */
+  case TPU_OP_BERNOULLI: /* stored as 1 or 0 in the output's dtype */
+    out[0] = draw(h, scalar, ctx, &t[call->n_inputs], call->n_inputs ? &in[0] : NULL);
+    if (call->n_inputs) { /* a p outside [0, 1] (or NaN) fails the call */
+      tpu_hlo_value p = tpu_hlo_convert(h, in[0], TPU_FLOAT64);
+      tpu_hlo_value inside = tpu_hlo_binary(
+          h, "and", tpu_hlo_compare(h, "GE", p, tpu_hlo_full(h, TPU_FLOAT64, "0.0", &p)),
+          tpu_hlo_compare(h, "LE", p, tpu_hlo_full(h, TPU_FLOAT64, "1.0", &p)));
+      *bad = tpu_hlo_any(h, tpu_hlo_unary(h, "not", inside));
+    }
     break;
   case TPU_OP_DROPOUT: {
-    tpu_hlo_value keep = draw(h, scalar, ctx, &t[0]);
+    tpu_hlo_value keep = draw(h, scalar, ctx, &t[0], NULL);
     out[0] = apply_mask(h, in[0], keep, scalar(ctx, 1, true), t[0].dtype);
     out[1] = keep;
     break;
@@ -272,4 +284,14 @@ static void emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
   }
 }
 
-const tpu_pjrt_family tpu_pjrt_random_family = {.supports = supports, .emit = emit};
+/* Only bernoulli with a p tensor checks its input: PyTorch CPU's RuntimeError for a bad p. */
+static bool message(const tpu_op_call *call, char *buf, size_t len, tpu_status *code) {
+  if (call->op != TPU_OP_BERNOULLI || call->n_inputs == 0)
+    return false;
+  snprintf(buf, len, "bernoulli_ expects p to be in [0, 1]");
+  *code = TPU_ERR_RUNTIME;
+  return true;
+}
+
+const tpu_pjrt_family tpu_pjrt_random_family = {
+    .supports = supports, .emit = emit, .message = message};

@@ -184,7 +184,8 @@ static bool same_program(const tpu_pjrt_program *a, uint64_t a_hash, size_t a_le
       !same_slots(a->zeros, b->zeros, a->n_zeros))
     return false;
   for (int i = 0; i < a->n_messages; i++)
-    if (a->message_call[i] != b->message_call[i] || strcmp(a->messages[i], b->messages[i]) != 0)
+    if (a->message_call[i] != b->message_call[i] || a->message_status[i] != b->message_status[i] ||
+        strcmp(a->messages[i], b->messages[i]) != 0)
       return false;
   return true;
 }
