@@ -609,6 +609,17 @@ tpu_hlo_value tpu_hlo_full(tpu_hlo *h, tpu_hlo_elem elem, const char *literal,
   return tpu_hlo_splat(h, tpu_hlo_constant(h, elem, literal), like);
 }
 
+tpu_hlo_value tpu_hlo_full_i64(tpu_hlo *h, int64_t v, const tpu_hlo_value *like) {
+  char literal[24];
+  snprintf(literal, sizeof literal, "%lld", (long long)v);
+  return tpu_hlo_full(h, TPU_INT64, literal, like);
+}
+
+tpu_hlo_value tpu_hlo_coordinate(tpu_hlo *h, const tpu_hlo_value *like, int64_t d) {
+  return tpu_hlo_broadcast(h, tpu_hlo_iota(h, TPU_INT64, like->dims[d]), like->rank, like->dims,
+                           &d);
+}
+
 tpu_hlo_value tpu_hlo_any(tpu_hlo *h, tpu_hlo_value pred) {
   int64_t dims[TPU_MAX_DIMS + 1];
   for (int i = 0; i < pred.rank; i++)

@@ -149,6 +149,12 @@ tpu_hlo_value tpu_hlo_cast(tpu_hlo *h, tpu_hlo_value x, tpu_dtype to);
 /* A scalar (rank 0) broadcast to `like`'s dims. */
 tpu_hlo_value tpu_hlo_splat(tpu_hlo *h, tpu_hlo_value scalar, const tpu_hlo_value *like);
 
+/* The int64 value v broadcast to `like`'s dims. */
+tpu_hlo_value tpu_hlo_full_i64(tpu_hlo *h, int64_t v, const tpu_hlo_value *like);
+
+/* 0, 1, 2, ... along dimension d of `like`'s dims (int64, like's dims). */
+tpu_hlo_value tpu_hlo_coordinate(tpu_hlo *h, const tpu_hlo_value *like, int64_t d);
+
 /* The constant `literal` of `elem` broadcast to `like`'s dims. */
 tpu_hlo_value tpu_hlo_full(tpu_hlo *h, tpu_hlo_elem elem, const char *literal,
                            const tpu_hlo_value *like);

@@ -92,28 +92,13 @@ static bool reads_output(const tpu_op_call *call, int k) {
 
 /* index (int64, any dims) clamped into [0, size), and *bad, whether any was outside. */
 static tpu_hlo_value checked(tpu_hlo *h, tpu_hlo_value index, int64_t size, tpu_hlo_value *bad) {
-  char literal[24];
-  snprintf(literal, sizeof literal, "%lld", (long long)size);
-  tpu_hlo_value zero = tpu_hlo_full(h, TPU_INT64, "0", &index);
-  tpu_hlo_value limit = tpu_hlo_full(h, TPU_INT64, literal, &index);
+  tpu_hlo_value zero = tpu_hlo_full_i64(h, 0, &index);
   *bad = tpu_hlo_any(h, tpu_hlo_binary(h, "or", tpu_hlo_compare(h, "LT", index, zero),
-                                       tpu_hlo_compare(h, "GE", index, limit)));
+                                       tpu_hlo_compare(h, "GE", index,
+                                                       tpu_hlo_full_i64(h, size, &index))));
   /* Clamped, so the gather stays in bounds whatever the flag says. */
-  tpu_hlo_value one = tpu_hlo_full(h, TPU_INT64, "1", &index);
-  tpu_hlo_value last = tpu_hlo_binary(h, "subtract", limit, one);
+  tpu_hlo_value last = tpu_hlo_full_i64(h, size - 1, &index);
   return tpu_hlo_binary(h, "minimum", tpu_hlo_binary(h, "maximum", index, zero), last);
-}
-
-/* 0, 1, 2, ... along dimension d of `like`'s dims, as int64. */
-static tpu_hlo_value coordinate(tpu_hlo *h, const tpu_hlo_value *like, int64_t d) {
-  return tpu_hlo_broadcast(h, tpu_hlo_iota(h, TPU_INT64, like->dims[d]), like->rank, like->dims,
-                           &d);
-}
-
-static tpu_hlo_value scaled(tpu_hlo *h, tpu_hlo_value x, int64_t factor) {
-  char literal[24];
-  snprintf(literal, sizeof literal, "%lld", (long long)factor);
-  return tpu_hlo_binary(h, "multiply", x, tpu_hlo_full(h, TPU_INT64, literal, &x));
 }
 
 /* The row-major position in a tensor of dims `dims` of each element of `like`'s dims whose
@@ -123,8 +108,9 @@ static tpu_hlo_value position(tpu_hlo *h, const tpu_hlo_value *like, tpu_hlo_val
   tpu_hlo_value pos = tpu_hlo_full(h, TPU_INT64, "0", like);
   int64_t stride = 1;
   for (int d = rank - 1; d >= 0; d--) {
-    tpu_hlo_value c = d == dim ? at : coordinate(h, like, d);
-    pos = tpu_hlo_binary(h, "add", pos, scaled(h, c, stride));
+    tpu_hlo_value c = d == dim ? at : tpu_hlo_coordinate(h, like, d);
+    pos = tpu_hlo_binary(h, "add", pos,
+                         tpu_hlo_binary(h, "multiply", c, tpu_hlo_full_i64(h, stride, like)));
     stride *= dims[d];
   }
   return pos;
@@ -155,12 +141,8 @@ static tpu_hlo_value scatter(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_
   tpu_hlo_value index = tpu_hlo_convert(h, in[0], TPU_INT64);
   int64_t size = self.dims[dim], zero[TPU_MAX_DIMS] = {0};
   if (call->op == TPU_OP_INDEX_FILL) { /* [-size, 0) counts from the end */
-    char literal[24];
-    snprintf(literal, sizeof literal, "%lld", (long long)size);
-    tpu_hlo_value wrapped = tpu_hlo_binary(h, "add", index, tpu_hlo_full(h, TPU_INT64, literal,
-                                                                          &index));
-    index = tpu_hlo_select(h, tpu_hlo_compare(h, "LT", index, tpu_hlo_full(h, TPU_INT64, "0",
-                                                                           &index)),
+    tpu_hlo_value wrapped = tpu_hlo_binary(h, "add", index, tpu_hlo_full_i64(h, size, &index));
+    index = tpu_hlo_select(h, tpu_hlo_compare(h, "LT", index, tpu_hlo_full_i64(h, 0, &index)),
                            wrapped, index);
   }
   index = checked(h, index, size, bad);
@@ -180,24 +162,19 @@ static tpu_hlo_value scatter(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_
     r = tpu_hlo_scatter(h, base, targets, taken, combine);
   } else {
     /* Each target's last writer: the largest dim coordinate among the positions hitting it. */
-    tpu_hlo_value order = flat(h, coordinate(h, &index, dim));
-    tpu_hlo_value winner = tpu_hlo_scatter(h, tpu_hlo_full(h, TPU_INT64, "-1", &base), targets,
-                                           order, TPU_HLO_MAX);
-    tpu_hlo_value shape = self;
-    shape.elem = TPU_INT64;
+    tpu_hlo_value order = flat(h, tpu_hlo_coordinate(h, &index, dim));
+    tpu_hlo_value winner =
+        tpu_hlo_scatter(h, tpu_hlo_full_i64(h, -1, &base), targets, order, TPU_HLO_MAX);
     tpu_hlo_value last = tpu_hlo_reshape(h, winner, self.rank, self.dims);
-    tpu_hlo_value at = tpu_hlo_binary(h, "maximum", last, tpu_hlo_full(h, TPU_INT64, "0", &last));
-    tpu_hlo_value from = flat(h, position(h, &shape, at, dim, src.dims, src.rank));
+    tpu_hlo_value at = tpu_hlo_binary(h, "maximum", last, tpu_hlo_full_i64(h, 0, &last));
+    tpu_hlo_value from = flat(h, position(h, &self, at, dim, src.dims, src.rank));
     int64_t count = 1;
     for (int d = 0; d < src.rank; d++)
       count *= src.dims[d];
     /* Targets nobody writes may lie outside src: clamped, then not selected. */
-    char end[24];
-    snprintf(end, sizeof end, "%lld", (long long)(count - 1));
-    from = tpu_hlo_binary(h, "minimum", from, tpu_hlo_full(h, TPU_INT64, end, &from));
+    from = tpu_hlo_binary(h, "minimum", from, tpu_hlo_full_i64(h, count - 1, &from));
     tpu_hlo_value values = tpu_hlo_take(h, flat(h, tpu_hlo_convert(h, src, work)), from, 0);
-    tpu_hlo_value written = tpu_hlo_compare(h, "GE", winner, tpu_hlo_full(h, TPU_INT64, "0",
-                                                                          &winner));
+    tpu_hlo_value written = tpu_hlo_compare(h, "GE", winner, tpu_hlo_full_i64(h, 0, &winner));
     r = tpu_hlo_select(h, written, values, base);
   }
   return tpu_hlo_convert(h, tpu_hlo_reshape(h, r, self.rank, self.dims), self.elem);
@@ -215,11 +192,9 @@ static void emit_trilu(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value 
                        tpu_hlo_value *bad) {
   (void)bad;
   tpu_hlo_value x = in[0];
-  tpu_hlo_value shape = x;
-  shape.elem = TPU_INT64;
-  tpu_hlo_value diagonal = tpu_hlo_binary(h, "subtract", coordinate(h, &shape, x.rank - 1),
-                                          coordinate(h, &shape, x.rank - 2));
-  tpu_hlo_value k = tpu_hlo_splat(h, scalar(ctx, 0, false), &shape);
+  tpu_hlo_value diagonal = tpu_hlo_binary(h, "subtract", tpu_hlo_coordinate(h, &x, x.rank - 1),
+                                          tpu_hlo_coordinate(h, &x, x.rank - 2));
+  tpu_hlo_value k = tpu_hlo_splat(h, scalar(ctx, 0, false), &x);
   tpu_hlo_value keep = tpu_hlo_compare(h, call->scalars[1].i ? "GE" : "LE", diagonal, k);
   const char *zero = x.elem == TPU_BOOL ? "false" : tpu_dtype_is_floating(x.elem) ? "0.0" : "0";
   out[0] = tpu_hlo_select(h, keep, x, tpu_hlo_full(h, x.elem, zero, &x));

@@ -48,12 +48,6 @@ static bool supports(const tpu_op_call *call) {
   }
 }
 
-static tpu_hlo_value full_i64(tpu_hlo *h, int64_t v, const tpu_hlo_value *like) {
-  char literal[24];
-  snprintf(literal, sizeof literal, "%lld", (long long)v);
-  return tpu_hlo_full(h, TPU_INT64, literal, like);
-}
-
 /* The classes of an NLL call, flattened to [N * S] int64, with the masks of the ones that count
  * (not ignore_index) and of bad ones (counting, outside [0, C)). */
 typedef struct targets {
@@ -62,8 +56,8 @@ typedef struct targets {
 
 /* Whether each index lies outside [0, size). */
 static tpu_hlo_value outside(tpu_hlo *h, tpu_hlo_value index, int64_t size) {
-  return tpu_hlo_binary(h, "or", tpu_hlo_compare(h, "LT", index, full_i64(h, 0, &index)),
-                        tpu_hlo_compare(h, "GE", index, full_i64(h, size, &index)));
+  return tpu_hlo_binary(h, "or", tpu_hlo_compare(h, "LT", index, tpu_hlo_full_i64(h, 0, &index)),
+                        tpu_hlo_compare(h, "GE", index, tpu_hlo_full_i64(h, size, &index)));
 }
 
 static targets read_targets(tpu_hlo *h, const tpu_op_call *call, tpu_hlo_value target,
@@ -71,7 +65,7 @@ static targets read_targets(tpu_hlo *h, const tpu_op_call *call, tpu_hlo_value t
   int64_t n = target.dims[0] * target.dims[1];
   targets t;
   t.cls = tpu_hlo_reshape(h, tpu_hlo_convert(h, target, TPU_INT64), 1, &n);
-  t.counts = tpu_hlo_compare(h, "NE", t.cls, full_i64(h, call->scalars[1].i, &t.cls));
+  t.counts = tpu_hlo_compare(h, "NE", t.cls, tpu_hlo_full_i64(h, call->scalars[1].i, &t.cls));
   t.bad = tpu_hlo_binary(h, "and", t.counts, outside(h, t.cls, C));
   return t;
 }
@@ -85,7 +79,7 @@ static tpu_hlo_value where(tpu_hlo *h, tpu_hlo_value mask, tpu_hlo_value v) {
 /* weight[cls] as float64 for each element, 0 where it does not count (1 without weights). */
 static tpu_hlo_value class_weights(tpu_hlo *h, const targets *t, const tpu_hlo_value *weight) {
   tpu_hlo_value safe = where(h, t->counts, t->cls); /* in range for the gather */
-  safe = tpu_hlo_select(h, t->bad, full_i64(h, 0, &safe), safe);
+  safe = tpu_hlo_select(h, t->bad, tpu_hlo_full_i64(h, 0, &safe), safe);
   tpu_hlo_value w = weight ? tpu_hlo_convert(h, tpu_hlo_take(h, *weight, safe, 0), TPU_FLOAT64)
                            : tpu_hlo_full(h, TPU_FLOAT64, "1.0", &safe);
   return where(h, t->counts, w);
@@ -100,14 +94,14 @@ static void nll_loss(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *i
   tpu_hlo_value w = class_weights(h, &t, call->n_inputs == 3 ? &in[2] : NULL);
   /* Element (n, s) reads input[n, cls, s], flat index (n * C + cls) * S + s. */
   tpu_hlo_value e = tpu_hlo_iota(h, TPU_INT64, N * S);
-  tpu_hlo_value n = tpu_hlo_binary(h, "divide", e, full_i64(h, S, &e));
-  tpu_hlo_value s = tpu_hlo_binary(h, "remainder", e, full_i64(h, S, &e));
-  tpu_hlo_value cls = tpu_hlo_select(h, t.counts, t.cls, full_i64(h, 0, &e));
-  cls = tpu_hlo_select(h, t.bad, full_i64(h, 0, &e), cls);
+  tpu_hlo_value n = tpu_hlo_binary(h, "divide", e, tpu_hlo_full_i64(h, S, &e));
+  tpu_hlo_value s = tpu_hlo_binary(h, "remainder", e, tpu_hlo_full_i64(h, S, &e));
+  tpu_hlo_value cls = tpu_hlo_select(h, t.counts, t.cls, tpu_hlo_full_i64(h, 0, &e));
+  cls = tpu_hlo_select(h, t.bad, tpu_hlo_full_i64(h, 0, &e), cls);
   tpu_hlo_value row =
-      tpu_hlo_binary(h, "add", tpu_hlo_binary(h, "multiply", n, full_i64(h, C, &e)), cls);
+      tpu_hlo_binary(h, "add", tpu_hlo_binary(h, "multiply", n, tpu_hlo_full_i64(h, C, &e)), cls);
   tpu_hlo_value at =
-      tpu_hlo_binary(h, "add", tpu_hlo_binary(h, "multiply", row, full_i64(h, S, &e)), s);
+      tpu_hlo_binary(h, "add", tpu_hlo_binary(h, "multiply", row, tpu_hlo_full_i64(h, S, &e)), s);
   tpu_hlo_value picked =
       tpu_hlo_convert(h, tpu_hlo_take(h, tpu_hlo_reshape(h, x, 1, &flat), at, 0), TPU_FLOAT64);
   tpu_hlo_value loss =
@@ -162,15 +156,15 @@ static void embedding_backward(tpu_hlo *h, const tpu_op_call *call, const tpu_hl
   const tpu_tensor *gw = &call->tensors[2];
   int64_t V = gw->sizes[0];
   tpu_hlo_value index = tpu_hlo_convert(h, in[1], TPU_INT64), grad = in[0];
-  tpu_hlo_value counts = tpu_hlo_compare(h, "NE", index, full_i64(h, call->scalars[0].i, &index));
+  tpu_hlo_value padding = tpu_hlo_full_i64(h, call->scalars[0].i, &index);
+  tpu_hlo_value counts = tpu_hlo_compare(h, "NE", index, padding);
   *bad = tpu_hlo_any(h, tpu_hlo_binary(h, "and", counts, outside(h, index, V)));
   if (call->scalars[1].i) { /* each row scaled by 1 / its index's count, the padding's counted */
-    tpu_hlo_value uses = tpu_hlo_full(h, TPU_INT64, "0", &(tpu_hlo_value){.rank = 1, .dims = {V}});
-    uses = tpu_hlo_scatter(h, uses, index, full_i64(h, 1, &index), TPU_HLO_ADD);
+    tpu_hlo_value uses = tpu_hlo_full_i64(h, 0, &(tpu_hlo_value){.rank = 1, .dims = {V}});
+    uses = tpu_hlo_scatter(h, uses, index, tpu_hlo_full_i64(h, 1, &index), TPU_HLO_ADD);
     out[1] = uses;
-    tpu_hlo_value at = tpu_hlo_binary(h, "minimum",
-                                      tpu_hlo_binary(h, "maximum", index, full_i64(h, 0, &index)),
-                                      full_i64(h, V - 1, &index));
+    tpu_hlo_value at = tpu_hlo_binary(h, "maximum", index, tpu_hlo_full_i64(h, 0, &index));
+    at = tpu_hlo_binary(h, "minimum", at, tpu_hlo_full_i64(h, V - 1, &index));
     tpu_hlo_value used = tpu_hlo_convert(h, tpu_hlo_take(h, uses, at, 0), TPU_FLOAT64);
     tpu_hlo_value scale = tpu_hlo_binary(h, "divide", tpu_hlo_full(h, TPU_FLOAT64, "1.0", &used),
                                          used);
@@ -181,7 +175,7 @@ static void embedding_backward(tpu_hlo *h, const tpu_op_call *call, const tpu_hl
                            grad.elem);
   }
   /* The padding row's index moves out of range, where the scatter adds nothing. */
-  index = tpu_hlo_select(h, counts, index, full_i64(h, V, &index));
+  index = tpu_hlo_select(h, counts, index, tpu_hlo_full_i64(h, V, &index));
   tpu_hlo_value zeros = {.elem = gw->dtype, .rank = 2, .dims = {V, gw->sizes[1]}};
   zeros = tpu_hlo_full(h, gw->dtype, "0.0", &zeros);
   out[0] = tpu_hlo_scatter(h, zeros, index, grad, TPU_HLO_ADD);

@@ -3,8 +3,6 @@
  * first position of the extreme in the logical row-major order of the reduced dimensions (a NaN,
  * when there is one, is the extreme), found as the smallest position whose element equals the
  * reduction's maximum (or minimum) or is a NaN. */
-#include <stdio.h>
-
 #include "drivers/pjrt/tpu_pjrt_family.h"
 #include "drivers/pjrt/tpu_pjrt_lower_reduce.h"
 
@@ -30,17 +28,13 @@ static bool supports(const tpu_op_call *call) {
 
 /* Each element's position in the row-major order of the reduced dimensions (int64, x's dims). */
 static tpu_hlo_value positions(tpu_hlo *h, tpu_hlo_value x, const int64_t *dims, int n) {
-  tpu_hlo_value pos = tpu_hlo_full(h, TPU_INT64, "0", &x);
+  tpu_hlo_value pos = tpu_hlo_full_i64(h, 0, &x);
   int64_t stride = 1;
   for (int i = n - 1; i >= 0; i--) {
-    int64_t d = dims[i];
-    tpu_hlo_value along = tpu_hlo_broadcast(h, tpu_hlo_iota(h, TPU_INT64, x.dims[d]), x.rank,
-                                            x.dims, &d);
-    char literal[24];
-    snprintf(literal, sizeof literal, "%lld", (long long)stride);
-    along = tpu_hlo_binary(h, "multiply", along, tpu_hlo_full(h, TPU_INT64, literal, &x));
+    tpu_hlo_value along = tpu_hlo_binary(h, "multiply", tpu_hlo_coordinate(h, &x, dims[i]),
+                                         tpu_hlo_full_i64(h, stride, &x));
     pos = tpu_hlo_binary(h, "add", pos, along);
-    stride *= x.dims[d];
+    stride *= x.dims[dims[i]];
   }
   return pos;
 }
@@ -88,7 +82,7 @@ static void emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
   tpu_hlo_value hit = tpu_hlo_binary(h, "or", tpu_hlo_compare(h, "EQ", x, m_all),
                                      tpu_hlo_compare(h, "NE", x, x));
   tpu_hlo_value pos = positions(h, x, dims, n);
-  tpu_hlo_value none = tpu_hlo_full(h, TPU_INT64, "9223372036854775807", &x);
+  tpu_hlo_value none = tpu_hlo_full_i64(h, INT64_MAX, &x);
   tpu_hlo_value index = tpu_hlo_reduce(h, tpu_hlo_select(h, hit, pos, none),
                                        tpu_hlo_constant(h, TPU_INT64, "9223372036854775807"),
                                        dims, n, TPU_HLO_MIN);
