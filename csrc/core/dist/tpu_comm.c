@@ -298,6 +298,11 @@ tpu_status comm_enter(tpu_comm *c, comm_kind kind, int64_t timeout_ms) {
 }
 
 tpu_status comm_wait_step(tpu_comm *c, comm_wait *w, comm_kind kind, int peer, int64_t timeout_ms) {
+  if (w->gone_pid > 0 && w->gone_peer == peer) {
+    comm_break(c);
+    return tpu_error(TPU_ERR_DIST, "tpu_dist: %s: rank %d (pid %d) exited", comm_kind_name(kind),
+                     peer, w->gone_pid);
+  }
   if (w->spins < SPIN_ITERS) {
     w->spins++;
     cpu_pause();
@@ -320,9 +325,9 @@ tpu_status comm_wait_step(tpu_comm *c, comm_wait *w, comm_kind kind, int peer, i
     return st;
   int pid = atomic_load_explicit(&c->records[peer].pid, memory_order_relaxed);
   if (pid > 0 && process_gone(pid)) {
-    comm_break(c);
-    return tpu_error(TPU_ERR_DIST, "tpu_dist: %s: rank %d (pid %d) exited", comm_kind_name(kind),
-                     peer, pid);
+    w->gone_peer = peer;
+    w->gone_pid = pid;
+    return TPU_OK;
   }
   if (now - w->since_ns >= ms_to_ns(timeout_ms)) {
     comm_break(c);

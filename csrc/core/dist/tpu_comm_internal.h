@@ -98,6 +98,7 @@ struct tpu_comm {
 typedef struct comm_wait {
   unsigned spins;
   int64_t since_ns, next_check_ns;
+  int gone_peer, gone_pid; /* a peer found exited (pid > 0): the next step for it fails */
 } comm_wait;
 
 const char *comm_kind_name(comm_kind kind);
@@ -110,7 +111,9 @@ tpu_status comm_enter(tpu_comm *c, comm_kind kind, int64_t timeout_ms);
 void comm_break(tpu_comm *c);
 
 /* One step of a wait for `peer` (the caller rechecks its condition after each): fails with
- * TPU_ERR_DIST, breaking the communicator, on a timeout, an exited peer or a broken group.
+ * TPU_ERR_DIST, breaking the communicator, on a timeout, an exited peer or a broken group. A peer
+ * found exited fails the step after the one that found it, so that the caller's recheck between
+ * them sees what the peer did before it exited (a root that wrote its broadcast and left).
  * `timeout_ms` bounds one wait (a barrier, or a stall of send/recv), not a whole call. */
 tpu_status comm_wait_step(tpu_comm *c, comm_wait *w, comm_kind kind, int peer, int64_t timeout_ms);
 
