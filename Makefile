@@ -21,7 +21,8 @@ PJRT_TESTS := tests/test_pjrt.py tests/test_ops_elementwise.py tests/test_ops_ma
 	tests/test_copy.py tests/test_math_bits.py tests/test_fallback_mirror.py tests/test_arg_checks.py \
 	tests/test_models.py tests/test_ops_nn.py tests/test_ops_attention.py \
 	tests/test_ops_attention_grad.py tests/test_fused.py tests/test_debug_mode.py \
-	tests/test_random.py tests/test_ops_conv_rnn.py tests/test_dist.py tests/test_compile.py
+	tests/test_random.py tests/test_ops_conv_rnn.py tests/test_dist.py tests/test_compile.py \
+	tests/test_pjrt_devices.py
 
 .PHONY: setup demo test core-tests core-tests-sanitized core-tests-tsan fault-injection fuzz-core fuzz soak pytest pytest-pjrt lint bench bench-full clean
 

@@ -376,6 +376,17 @@ def scenario_ddp(rank: int, world: int) -> Any:
     return train_against_one_process(rank, world, DDP, split=True)
 
 
+def scenario_ddp_local_rank(rank: int, world: int) -> Any:
+    """DDP with each rank on its own chip, tpu:LOCAL_RANK, as a torchrun script sets it."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    local = int(os.environ["LOCAL_RANK"])
+    torch.tpu.set_device(local)
+    result = train_against_one_process(rank, world, DDP, split=True)
+    result["device"] = torch.ones(1, device="tpu").device.index
+    return result
+
+
 def scenario_fsdp2(rank: int, world: int) -> Any:
     """FSDP2 (fully_shard per layer and at the root) against one process."""
     from torch.distributed.fsdp import fully_shard
@@ -445,6 +456,7 @@ SCENARIOS: dict[str, Callable[[int, int], Any]] = {
     "mismatch": scenario_mismatch,
     "mismatch_between_hosts": scenario_mismatch_between_hosts,
     "ddp": scenario_ddp,
+    "ddp_local_rank": scenario_ddp_local_rank,
     "fsdp2": scenario_fsdp2,
     "tp": scenario_tp,
     "dcp": scenario_dcp,

@@ -131,6 +131,11 @@ def test_multiple_devices() -> None:
         b = a.to('tpu:0')
         assert b.device == torch.device('tpu:0')
         assert torch.equal(b.cpu(), torch.arange(6.0))
+        for mode in ('debug', 'fused', 'strict'):  # chip to chip: strided, converting, pending
+            torch.tpu.set_eager_mode(mode)
+            src = torch.arange(12.0, device='tpu:1').view(3, 4) * 2
+            dst = torch.empty(4, 3, dtype=torch.float64, device='tpu:0').copy_(src.t())
+            assert torch.equal(dst.cpu(), (torch.arange(12.0).view(3, 4) * 2).t().double()), mode
         with torch.tpu.device(1):
             c = torch.zeros(2, device='tpu')
             assert c.device.index == 1

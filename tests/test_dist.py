@@ -37,7 +37,7 @@ def run_ranks(scenario: str, world: int, tmp_path: Path, timeout: float = 600, *
     procs = [
         subprocess.Popen(
             [sys.executable, str(WORKER), scenario, str(r), str(world), port, str(outs[r])],
-            env={**os.environ, "OMP_NUM_THREADS": "1", **env},
+            env={**os.environ, "OMP_NUM_THREADS": "1", "LOCAL_RANK": str(r), **env},
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -88,10 +88,15 @@ def test_ddp_matches_one_process(backend: str, tmp_path: Path) -> None:
     assert results[0]["losses"] == pytest.approx(results[0]["reference"], abs=1e-5)
 
 
+def test_ddp_with_each_rank_on_its_own_chip_matches_one_process(tmp_path: Path) -> None:
+    results = run_ranks("ddp_local_rank", 2, tmp_path, TORCH_TPU_NUM_DEVICES="2")
+    assert [r["device"] for r in results] == [0, 1]
+    assert results[0]["losses"] == results[1]["losses"]
+    assert results[0]["losses"] == pytest.approx(results[0]["reference"], abs=1e-5)
+
+
 @pytest.mark.parametrize("scenario", ["fsdp2", "tp"])
 def test_fsdp2_and_tensor_parallel_match_one_process(scenario: str, tmp_path: Path) -> None:
-    if scenario == "tp" and os.environ.get("TORCH_TPU_DRIVER") == "pjrt":
-        pytest.skip("tensor parallelism here drives a chip per rank; PJRT runs one per process")
     results = run_ranks(scenario, 2, tmp_path, TORCH_TPU_NUM_DEVICES="2")
     assert results[0]["losses"] == results[1]["losses"]
     assert results[0]["losses"] == pytest.approx(results[0]["reference"], abs=1e-5)

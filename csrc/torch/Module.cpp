@@ -129,6 +129,7 @@ py::dict compile_cache_stats() {
     stats["modules_lowered"] = e.lowerings;
     stats["modules_reused"] = e.program_hits;
     stats["modules_unkeyed"] = e.unkeyed;
+    stats["device_copies"] = e.device_copies;
   }
   return stats;
 }

@@ -14,7 +14,9 @@ static const tpu_env_var registry[] = {
      "libtpu. An unknown name makes every tpu call raise an error that lists the drivers there "
      "are.",
      TPU_ENV_STABLE},
-    {"TORCH_TPU_NUM_DEVICES", "1", "Number of simulated TPU chips the host driver exposes.",
+    {"TORCH_TPU_NUM_DEVICES", "1 (host), the plugin's (pjrt)",
+     "Number of chips: the simulated ones the host driver exposes, or the first N of the PJRT "
+     "plugin's devices (XLA's CPU plugin is created with N).",
      TPU_ENV_STABLE},
     {"TORCH_TPU_DEVICE_MEMORY", "min(16GiB, RAM/2/chips)",
      "Memory capacity of each simulated chip, e.g. 512MiB or 8GiB. Allocations past it raise "

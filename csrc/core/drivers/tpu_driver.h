@@ -7,8 +7,9 @@
  * Calls are synchronous: the core's streams (device/tpu_stream.h) order the work and call op_run and
  * graph_run on their worker threads, which return once the outputs are written. Copies between
  * the host and a chip, or within a chip, are the COPY op: its host operand is a tensor whose buf is
- * NULL (tensor/tpu_tensor.h). Copies between chips go through the host. A driver reads its
- * operands' memory with tpu_buffer_memory() (tensor/tpu_buffer.h). */
+ * NULL (tensor/tpu_tensor.h). A copy between chips is a COPY run on the destination's chip whose
+ * source lives on another (tpu_buffer_device); nothing writes that source while it runs. A
+ * driver reads its operands' memory with tpu_buffer_memory() (tensor/tpu_buffer.h). */
 #ifndef TPU_DRIVER_H
 #define TPU_DRIVER_H
 

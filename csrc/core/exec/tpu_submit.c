@@ -25,7 +25,9 @@ tpu_status tpu_submit_accept(int device, tpu_op_call *call) {
   for (int i = 0; st == TPU_OK && i < n_tensors(call); i++) {
     const tpu_tensor *t = &call->tensors[i];
     st = tpu_tensor_check(t);
-    if (st == TPU_OK && t->buf && tpu_buffer_device(t->buf) != device)
+    /* A copy reads its source on another chip: a copy between chips (tpu_submit.h). */
+    bool foreign_source = call->op == TPU_OP_COPY && i < call->n_inputs;
+    if (st == TPU_OK && t->buf && tpu_buffer_device(t->buf) != device && !foreign_source)
       st = tpu_error(TPU_ERR_RUNTIME,
                      "Expected all tensors to be on the same device, but found at least two "
                      "devices, tpu:%d and tpu:%d!",

@@ -18,8 +18,10 @@
 #include "tensor/tpu_buffer.h"
 
 /* Submits `call` to `stream`, taking ownership of it in every case; NULL is out of host memory.
- * Counts one native call of the op. An error found before the kernel runs (a call no driver
- * supports: TPU_ERR_NOT_IMPLEMENTED; views on another chip) returns here; the kernel's own error
+ * Counts one native call of the op. A COPY may read a view on another chip, which nothing may
+ * write until the copy has run (the caller synchronizes that chip first and waits for the copy:
+ * tpu_submit_sync). An error found before the kernel runs (a call no driver supports:
+ * TPU_ERR_NOT_IMPLEMENTED; other views on another chip) returns here; the kernel's own error
  * returns here in debug mode and otherwise at the next synchronization, poisoning the outputs. */
 tpu_status tpu_submit(tpu_stream *stream, tpu_op_call *call);
 

@@ -7,6 +7,7 @@
 
 #include "base/tpu_env.h"
 #include "drivers/pjrt/tpu_pjrt_buffer.h"
+#include "drivers/pjrt/tpu_pjrt_error.h"
 #include "drivers/pjrt/tpu_pjrt_executable.h"
 #include "drivers/pjrt/tpu_pjrt_plugin.h"
 #include "tpu_test.h"
@@ -56,6 +57,20 @@ static void test_client(void) {
   printf("  client: %zu addressable devices\n", client->device_count);
 }
 
+/* The device of a buffer, as an index into client->devices (-1: none of them). */
+static int device_of(PJRT_Buffer *buffer) {
+  PJRT_Buffer_Device_Args args = {.struct_size = PJRT_Buffer_Device_Args_STRUCT_SIZE,
+                                  .buffer = buffer};
+  if (tpu_pjrt_status(client->api, client->api->PJRT_Buffer_Device(&args),
+                      "PJRT_Buffer_Device") != TPU_OK)
+    return -1;
+  for (size_t d = 0; d < client->device_count; d++)
+    if (client->devices[d] == args.device)
+      return (int)d;
+  return -1;
+}
+
+/* One executable runs on the device a run names, its result left there: the first and the last. */
 static void test_add(void) {
   const float a[4] = {1.5f, -2.0f, 3.25f, 1e30f}, b[4] = {0.25f, 2.0f, -0.125f, 1e30f};
   const int64_t dims[1] = {4};
@@ -63,9 +78,28 @@ static void test_add(void) {
   tpu_pjrt_executable *exe = NULL;
   CHECK_OK(tpu_pjrt_executable_compile(client, add_module, strlen(add_module), &exe));
   CHECK(exe->output_count == 1);
+  size_t last = client->device_count - 1;
+  if (tpu_pjrt_buffer_from_host(client, last, TPU_FLOAT32, dims, 1, a, &in[0]) == TPU_OK &&
+      tpu_pjrt_buffer_from_host(client, last, TPU_FLOAT32, dims, 1, b, &in[1]) == TPU_OK &&
+      tpu_pjrt_executable_run(exe, last, in, 2, &out, 1) == TPU_OK) {
+    CHECK(device_of(out) == (int)last);
+    float result[4] = {0};
+    CHECK(tpu_pjrt_buffer_to_host(client, out, result, sizeof result) == TPU_OK);
+    for (int i = 0; i < 4; i++)
+      CHECK(result[i] == a[i] + b[i]);
+  } else {
+    CHECK(!"copies and run on the last device");
+    fprintf(stderr, "  %s\n", tpu_last_error());
+  }
+  CHECK(tpu_pjrt_buffer_destroy(client, out) == TPU_OK);
+  CHECK(tpu_pjrt_buffer_destroy(client, in[0]) == TPU_OK);
+  CHECK(tpu_pjrt_buffer_destroy(client, in[1]) == TPU_OK);
+  out = in[0] = in[1] = NULL;
+  CHECK(tpu_pjrt_executable_run(exe, client->device_count, in, 2, &out, 1) == TPU_ERR_VALUE);
   if (tpu_pjrt_buffer_from_host(client, 0, TPU_FLOAT32, dims, 1, a, &in[0]) == TPU_OK &&
       tpu_pjrt_buffer_from_host(client, 0, TPU_FLOAT32, dims, 1, b, &in[1]) == TPU_OK &&
-      tpu_pjrt_executable_run(exe, in, 2, &out, 1) == TPU_OK) {
+      tpu_pjrt_executable_run(exe, 0, in, 2, &out, 1) == TPU_OK) {
+    CHECK(device_of(out) == 0);
     float result[4] = {0};
     CHECK(tpu_pjrt_buffer_to_host(client, out, result, sizeof result) == TPU_OK);
     for (int i = 0; i < 4; i++)
@@ -78,12 +112,34 @@ static void test_add(void) {
   CHECK(tpu_pjrt_buffer_destroy(client, out) == TPU_OK);
   out = NULL;
   /* One input too few: the plugin's error, and no output left behind. */
-  CHECK(tpu_pjrt_executable_run(exe, in, 1, &out, 1) != TPU_OK);
+  CHECK(tpu_pjrt_executable_run(exe, 0, in, 1, &out, 1) != TPU_OK);
   CHECK(out == NULL);
   printf("  one input too few: %.160s\n", tpu_last_error());
   CHECK(tpu_pjrt_buffer_destroy(client, in[0]) == TPU_OK);
   CHECK(tpu_pjrt_buffer_destroy(client, in[1]) == TPU_OK);
   CHECK(tpu_pjrt_executable_destroy(exe) == TPU_OK);
+}
+
+/* A buffer copied to another device lands there with the same contents; its own device is no
+ * destination. */
+static void test_copy_between_devices(void) {
+  const int32_t a[3] = {7, -1, 1 << 30};
+  const int64_t dims[1] = {3};
+  size_t last = client->device_count - 1;
+  PJRT_Buffer *src = NULL, *dst = NULL;
+  CHECK_OK(tpu_pjrt_buffer_from_host(client, 0, TPU_INT32, dims, 1, a, &src));
+  if (last > 0 && tpu_pjrt_buffer_to_device(client, src, last, &dst) == TPU_OK) {
+    CHECK(device_of(dst) == (int)last);
+    int32_t back[3] = {0};
+    CHECK(tpu_pjrt_buffer_to_host(client, dst, back, sizeof back) == TPU_OK);
+    CHECK(memcmp(back, a, sizeof a) == 0);
+  } else {
+    CHECK(last == 0 || !"copy to the last device");
+  }
+  CHECK(tpu_pjrt_buffer_destroy(client, dst) == TPU_OK);
+  CHECK(tpu_pjrt_buffer_to_device(client, src, client->device_count, &dst) == TPU_ERR_VALUE);
+  CHECK(dst == NULL);
+  CHECK(tpu_pjrt_buffer_destroy(client, src) == TPU_OK);
 }
 
 /* Errors come back as statuses with the plugin's message; the requests plugins would abort on are
@@ -134,6 +190,7 @@ int main(void) {
   RUN_TEST(test_client);
   if (client) {
     RUN_TEST(test_add);
+    RUN_TEST(test_copy_between_devices);
     RUN_TEST(test_errors);
     RUN_TEST(test_teardown);
   }

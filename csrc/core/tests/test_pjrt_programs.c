@@ -160,14 +160,25 @@ static void test_scalar_buffers_are_kept_by_value(void) {
   double one = 1.0;
   PJRT_Buffer *first, *again;
   bool owned_first, owned_again;
-  CHECK_OK(tpu_pjrt_scalar_buffer(client, TPU_FLOAT64, &one, &first, &owned_first));
-  CHECK_OK(tpu_pjrt_scalar_buffer(client, TPU_FLOAT64, &one, &again, &owned_again));
+  CHECK_OK(tpu_pjrt_scalar_buffer(client, 0, TPU_FLOAT64, &one, &first, &owned_first));
+  CHECK_OK(tpu_pjrt_scalar_buffer(client, 0, TPU_FLOAT64, &one, &again, &owned_again));
   CHECK(first == again && !owned_first && !owned_again);
+  if (client->device_count > 1) { /* a run on another device gets that device's buffer */
+    PJRT_Buffer *other;
+    bool owned_other;
+    CHECK_OK(tpu_pjrt_scalar_buffer(client, 1, TPU_FLOAT64, &one, &other, &owned_other));
+    CHECK(other != first);
+    double back = 0;
+    CHECK_OK(tpu_pjrt_buffer_to_host(client, other, &back, sizeof back));
+    CHECK(back == 1.0);
+    if (owned_other)
+      tpu_pjrt_buffer_destroy(client, other);
+  }
   int owned = 0;
   for (int64_t i = 0; i < 3000; i++) { /* more values than the table has places */
     PJRT_Buffer *b;
     bool own;
-    CHECK_OK(tpu_pjrt_scalar_buffer(client, TPU_INT64, &i, &b, &own));
+    CHECK_OK(tpu_pjrt_scalar_buffer(client, 0, TPU_INT64, &i, &b, &own));
     int64_t back = -1;
     CHECK_OK(tpu_pjrt_buffer_to_host(client, b, &back, sizeof back));
     CHECK(back == i);

@@ -95,10 +95,11 @@ void copy_raw(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
       at::assert_no_partial_overlap(dst, src);
       launch(dst.device().index(), copy_call(core_view(src.expand(dst.sizes())), core_view(dst)));
     } else {
-      // Across chips: through the host, in order with both devices' streams.
-      at::Tensor host = at::empty(src.sizes(), src.options().device(at::kCPU));
-      copy_device_to_host(src, host, false);
-      copy_host_to_device(host, dst, false);
+      // Across chips: on the destination's stream once the source's chip is idle, waited for so
+      // that the source's stream cannot write it meanwhile; the driver moves it chip to chip.
+      synchronize_device(src.device().index());
+      launch_sync(dst.device().index(),
+                  copy_call(core_view(src.expand(dst.sizes())), core_view(dst)));
     }
   } else if (src.is_cpu()) {
     copy_host_to_device(src, dst, non_blocking);

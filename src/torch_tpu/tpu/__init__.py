@@ -78,7 +78,8 @@ def is_available() -> bool:
 
 
 def device_count() -> int:
-    """Number of tpu chips (``TORCH_TPU_NUM_DEVICES``, default 1)."""
+    """Number of tpu chips: ``TORCH_TPU_NUM_DEVICES`` simulated ones (default 1) on the host
+    driver, the plugin's devices on the PJRT driver."""
     return _C._device_count()
 
 

@@ -107,8 +107,9 @@ def compile_cache_stats() -> dict[str, int]:
     executable_runs / executable_run_us (runs and their time from launch to completion),
     modules_lowered (runs lowered to a StableHLO module: a structure's first run, plus each run
     lowered again below), modules_reused (runs that found their compiled module by structure and
-    bound only buffers and scalars) and modules_unkeyed (runs lowered every time because their
-    structure alone could not be trusted to name the module)."""
+    bound only buffers and scalars), modules_unkeyed (runs lowered every time because their
+    structure alone could not be trusted to name the module) and device_copies (storages copied
+    from one chip to another on the device, for copies between chips)."""
     return _C._compile_cache_stats()
 
 

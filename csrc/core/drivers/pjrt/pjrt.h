@@ -13,10 +13,11 @@
  * written to its disk cache, and the microseconds compiling and loading took; runs of executables
  * and the microseconds from launch to completion they took; runs lowered to a module, runs that
  * found their compiled module by description without lowering, and runs that lowered because
- * their description could not be trusted (drivers/pjrt/tpu_pjrt_programs.h). */
+ * their description could not be trusted (drivers/pjrt/tpu_pjrt_programs.h); and storages
+ * copied from one device to another for a run (a copy between chips). */
 typedef struct tpu_executable_stats {
   uint64_t compiles, disk_loads, disk_stores, compile_us, load_us, runs, run_us;
-  uint64_t lowerings, program_hits, unkeyed;
+  uint64_t lowerings, program_hits, unkeyed, device_copies;
 } tpu_executable_stats;
 typedef void (*tpu_pjrt_executable_stats_fn)(tpu_executable_stats *stats);
 typedef void (*tpu_pjrt_reset_executable_stats_fn)(void);

@@ -113,6 +113,22 @@ tpu_status tpu_pjrt_buffer_to_host(const tpu_pjrt_client *client, PJRT_Buffer *b
   return tpu_pjrt_event_await(api, args.event, "PJRT_Buffer_ToHostBuffer");
 }
 
+tpu_status tpu_pjrt_buffer_to_device(const tpu_pjrt_client *client, PJRT_Buffer *buffer,
+                                     size_t device, PJRT_Buffer **out) {
+  *out = NULL;
+  if (device >= client->device_count)
+    return tpu_error(TPU_ERR_VALUE, "no PJRT device %zu (the client has %zu)", device,
+                     client->device_count);
+  const PJRT_Api *api = client->api;
+  PJRT_Buffer_CopyToDevice_Args args = {.struct_size = PJRT_Buffer_CopyToDevice_Args_STRUCT_SIZE,
+                                        .buffer = buffer,
+                                        .dst_device = client->devices[device]};
+  tpu_status status =
+      tpu_pjrt_status(api, api->PJRT_Buffer_CopyToDevice(&args), "PJRT_Buffer_CopyToDevice");
+  *out = status == TPU_OK ? args.dst_buffer : NULL;
+  return status;
+}
+
 tpu_status tpu_pjrt_buffer_destroy(const tpu_pjrt_client *client, PJRT_Buffer *buffer) {
   if (!buffer)
     return TPU_OK;

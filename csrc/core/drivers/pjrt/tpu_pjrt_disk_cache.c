@@ -67,6 +67,9 @@ void tpu_pjrt_disk_cache_open(const tpu_pjrt_client *client, const char *plugin_
   id = tpu_pjrt_hash(id, &st.st_size, sizeof st.st_size);
   id = tpu_pjrt_hash(id, &st.st_mtime, sizeof st.st_mtime);
   id = tpu_pjrt_hash(id, platform, strlen(platform));
+  size_t options_size;
+  const char *options = tpu_pjrt_executable_options(&options_size);
+  id = tpu_pjrt_hash(id, options, options_size);
   /* XLA reads its compiler options from XLA_FLAGS: other flags, other executables. */
   const char *xla_flags = getenv("XLA_FLAGS");
   if (xla_flags)

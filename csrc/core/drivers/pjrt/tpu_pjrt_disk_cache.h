@@ -1,9 +1,10 @@
 /* The PJRT driver's executables on disk, so that a second process skips XLA's compile. One file per
  * module under TORCH_TPU_CACHE_DIR/pjrt-<plugin>/, where <plugin> hashes the plugin's identity
  * (its file, size, modification time, platform and version: serialized executables only load into
- * the library that made them) and XLA_FLAGS, XLA's compiler options. A file holds the module text, compared in full on load, and the
- * plugin's serialization of the executable. Unreadable, foreign or corrupt files are misses; a
- * failure to write one warns once and changes nothing else. TORCH_TPU_DISK_CACHE=0 turns it off. */
+ * the library that made them), the compile options and XLA_FLAGS, XLA's compiler options. A file
+ * holds the module text, compared in full on load, and the plugin's serialization of the
+ * executable. Unreadable, foreign or corrupt files are misses; a failure to write one warns once
+ * and changes nothing else. TORCH_TPU_DISK_CACHE=0 turns it off. */
 #ifndef TPU_PJRT_DISK_CACHE_H
 #define TPU_PJRT_DISK_CACHE_H
 

@@ -79,8 +79,8 @@ static tpu_status pjrt_init(void) {
   return init_status == TPU_OK ? TPU_OK : tpu_error(init_status, "%s", init_message);
 }
 
-/* One chip: the plugin's first device (executables are compiled for it). */
-static int pjrt_device_count(void) { return 1; }
+/* The client's devices (tpu_pjrt_client.h): tpu:N is client->devices[N]. */
+static int pjrt_device_count(void) { return (int)client->device_count; }
 
 static void pjrt_device_props(int device, tpu_device_props *props) {
   (void)device;
@@ -154,26 +154,57 @@ static size_t dense_bytes(const tpu_tensor *t) {
   return n;
 }
 
-/* The argument buffers of program p for calls; owned[i] marks the uploaded ones the run
- * destroys. */
+/* Executable runs and their time from launch to completion, and storages copied between devices,
+ * for tpu_executable_stats. */
+static atomic_uint_least64_t runs, run_us, device_copies;
+
+/* The device a run of calls executes on: its first device output's (a copy between chips runs on
+ * its destination's), else its first device input's. */
+static size_t run_device(const tpu_op_call *const *calls, int n) {
+  for (int pass = 0; pass < 2; pass++)
+    for (int c = 0; c < n; c++) {
+      int first = pass == 0 ? calls[c]->n_inputs : 0;
+      int end = pass == 0 ? calls[c]->n_inputs + calls[c]->n_outputs : calls[c]->n_inputs;
+      for (int t = first; t < end; t++)
+        if (calls[c]->tensors[t].buf)
+          return (size_t)tpu_buffer_device(calls[c]->tensors[t].buf);
+    }
+  return 0;
+}
+
+/* The buffer of storage `storage` on `device`: its own, or a copy made there for the run (*owned)
+ * when it lives on another chip. */
+static tpu_status storage_on(const tpu_buffer *storage, size_t device, tpu_dtype *elem,
+                             PJRT_Buffer **out, bool *owned) {
+  size_t home = (size_t)tpu_buffer_device(storage);
+  tpu_status st = tpu_pjrt_storage_get(client, home, tpu_buffer_memory(storage),
+                                       tpu_buffer_nbytes(storage), out, elem);
+  *owned = st == TPU_OK && home != device;
+  if (*owned) {
+    st = tpu_pjrt_buffer_to_device(client, *out, device, out);
+    atomic_fetch_add(&device_copies, 1);
+  }
+  return st;
+}
+
+/* The argument buffers of program p for calls, on `device`; owned[i] marks the ones made for the
+ * run, which it destroys. */
 static tpu_status bind_args(const tpu_pjrt_program *p, const tpu_op_call *const *calls,
-                            PJRT_Buffer **bufs, bool *owned) {
+                            size_t device, PJRT_Buffer **bufs, bool *owned) {
   for (int i = 0; i < p->n_args; i++) {
     const tpu_pjrt_slot *a = &p->args[i];
     owned[i] = a->source == TPU_PJRT_HOST;
     tpu_status st;
     if (a->source == TPU_PJRT_STORAGE) {
-      const tpu_buffer *storage = calls[a->call]->tensors[a->index].buf;
       tpu_dtype elem;
-      st = tpu_pjrt_storage_get(client, 0, tpu_buffer_memory(storage), tpu_buffer_nbytes(storage),
-                                &bufs[i], &elem);
+      st = storage_on(calls[a->call]->tensors[a->index].buf, device, &elem, &bufs[i], &owned[i]);
       /* Only another stream writing the storage between lowering and now could change it. */
       if (st == TPU_OK && elem != a->dtype)
         st = tpu_error(TPU_ERR_RUNTIME, "a storage changed type while a PJRT module ran on it "
                        "(written from two streams without synchronization)");
     } else if (a->source == TPU_PJRT_SCALAR) {
-      st = tpu_pjrt_scalar_buffer(client, a->dtype, &calls[a->call]->scalars[a->index], &bufs[i],
-                                  &owned[i]);
+      st = tpu_pjrt_scalar_buffer(client, device, a->dtype, &calls[a->call]->scalars[a->index],
+                                  &bufs[i], &owned[i]);
     } else {
       const tpu_tensor *host = &calls[a->call]->tensors[a->index];
       size_t bytes = dense_bytes(host);
@@ -181,8 +212,8 @@ static tpu_status bind_args(const tpu_pjrt_program *p, const tpu_op_call *const 
       if (!dense)
         return tpu_error(TPU_ERR_OUT_OF_MEMORY, "out of host memory for %zu bytes", bytes);
       host_move(host, dense, true);
-      st = tpu_pjrt_buffer_from_host(client, 0, a->dtype, host->sizes, (size_t)host->ndim, dense,
-                                     &bufs[i]);
+      st = tpu_pjrt_buffer_from_host(client, device, a->dtype, host->sizes, (size_t)host->ndim,
+                                     dense, &bufs[i]);
       free(dense);
     }
     if (st != TPU_OK)
@@ -250,13 +281,11 @@ static tpu_status take_results(const tpu_pjrt_program *p, const tpu_op_call *con
   return st;
 }
 
-/* Executable runs and their time from launch to completion, for tpu_executable_stats. */
-static atomic_uint_least64_t runs, run_us;
-
 static void executable_stats(tpu_executable_stats *out) {
   tpu_pjrt_cache_stats(out);
   out->runs = atomic_load(&runs);
   out->run_us = atomic_load(&run_us);
+  out->device_copies = atomic_load(&device_copies);
   tpu_pjrt_programs_stats(&out->lowerings, &out->program_hits, &out->unkeyed);
 }
 
@@ -264,18 +293,21 @@ static void reset_executable_stats(void) {
   tpu_pjrt_cache_reset_stats();
   atomic_store(&runs, 0);
   atomic_store(&run_us, 0);
+  atomic_store(&device_copies, 0);
   tpu_pjrt_programs_reset_stats();
 }
 
-/* Runs executable exe of program p on the operands of calls. */
+/* Runs executable exe of program p on the operands of calls (n of them). */
 static tpu_status run_program(const tpu_pjrt_program *p, const tpu_pjrt_executable *exe,
-                              const tpu_op_call *const *calls, int *failed) {
+                              const tpu_op_call *const *calls, int n, int *failed) {
   PJRT_Buffer *args[TPU_HLO_MAX_ARGS] = {0}, *outs[TPU_HLO_MAX_RESULTS] = {0};
   bool owned[TPU_HLO_MAX_ARGS] = {0};
-  tpu_status st = bind_args(p, calls, args, owned);
+  size_t device = run_device(calls, n);
+  tpu_status st = bind_args(p, calls, device, args, owned);
   if (st == TPU_OK) {
     double start = tpu_now_us();
-    st = tpu_pjrt_executable_run(exe, args, (size_t)p->n_args, outs, (size_t)p->n_results);
+    st = tpu_pjrt_executable_run(exe, device, args, (size_t)p->n_args, outs,
+                                 (size_t)p->n_results);
     atomic_fetch_add(&runs, 1);
     atomic_fetch_add(&run_us, (uint64_t)(tpu_now_us() - start));
   }
@@ -295,7 +327,7 @@ static tpu_status run_calls(const tpu_op_call *const *calls, int n, tpu_buffer *
   tpu_status st = tpu_pjrt_programs_get(client, calls, n, dropped, n_dropped, &compiled);
   /* A run whose results are all dropped (and that checks nothing) has no effect. */
   if (st == TPU_OK && compiled.exe)
-    st = run_program(compiled.program, compiled.exe, calls, failed);
+    st = run_program(compiled.program, compiled.exe, calls, n, failed);
   tpu_pjrt_compiled_release(&compiled);
   return st;
 }
@@ -306,7 +338,7 @@ static bool copy_direct(const tpu_op_call *call, tpu_status *st) {
   if (call->op != TPU_OP_COPY || src->dtype != dst->dtype || !!src->buf == !!dst->buf)
     return false;
   const tpu_tensor *dev = src->buf ? src : dst, *host = src->buf ? dst : src;
-  size_t nbytes = tpu_buffer_nbytes(dev->buf);
+  size_t nbytes = tpu_buffer_nbytes(dev->buf), device = (size_t)tpu_buffer_device(dev->buf);
   if (!tpu_pjrt_view_covers(dev, nbytes) || !tpu_tensor_is_contiguous(host))
     return false;
   char *mem = (char *)host->host + host->offset;
@@ -314,13 +346,13 @@ static bool copy_direct(const tpu_op_call *call, tpu_status *st) {
     tpu_dtype elem = tpu_pjrt_view_storage_elem(dev->dtype);
     int64_t dims[1] = {(int64_t)(nbytes / tpu_dtype_size(elem))};
     PJRT_Buffer *buf;
-    *st = tpu_pjrt_buffer_from_host(client, 0, elem, dims, 1, mem, &buf);
+    *st = tpu_pjrt_buffer_from_host(client, device, elem, dims, 1, mem, &buf);
     if (*st == TPU_OK)
       *st = tpu_pjrt_storage_set(client, tpu_buffer_memory(dev->buf), nbytes, elem, buf);
   } else {
     PJRT_Buffer *buf;
     tpu_dtype elem;
-    *st = tpu_pjrt_storage_get(client, 0, tpu_buffer_memory(dev->buf), nbytes, &buf, &elem);
+    *st = tpu_pjrt_storage_get(client, device, tpu_buffer_memory(dev->buf), nbytes, &buf, &elem);
     if (*st == TPU_OK)
       *st = tpu_pjrt_buffer_to_host(client, buf, mem, nbytes);
   }
@@ -574,7 +606,8 @@ static tpu_status host_copy(const tpu_tensor *t, tpu_tensor *copy, void **mem) {
     return tpu_error(TPU_ERR_OUT_OF_MEMORY, "out of host memory for %zu bytes", nbytes);
   PJRT_Buffer *buf;
   tpu_dtype elem;
-  tpu_status st = tpu_pjrt_storage_get(client, 0, tpu_buffer_memory(t->buf), nbytes, &buf, &elem);
+  tpu_status st = tpu_pjrt_storage_get(client, (size_t)tpu_buffer_device(t->buf),
+                                       tpu_buffer_memory(t->buf), nbytes, &buf, &elem);
   if (st == TPU_OK)
     st = tpu_pjrt_buffer_to_host(client, buf, *mem, nbytes);
   *copy = *t;
@@ -631,7 +664,7 @@ static bool has_nonfinite(const tpu_tensor *t) {
   if (st == TPU_OK)
     st = tpu_pjrt_cache_get(client, p->text, p->len, &exe);
   if (st == TPU_OK)
-    st = run_program(p, exe, calls, &failed);
+    st = run_program(p, exe, calls, 1, &failed);
   tpu_pjrt_program_free(p);
   tpu_op_call_free(scan);
   return st == TPU_OK && flag;

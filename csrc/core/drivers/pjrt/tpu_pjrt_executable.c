@@ -8,9 +8,16 @@
 #include "drivers/pjrt/tpu_pjrt_plugin.h"
 
 /* A serialized xla.CompileOptionsProto: executable_build_options (field 3, 4 bytes) holding
- * num_replicas = 1 (field 4) and num_partitions = 1 (field 5). XLA's plugins abort on an empty
- * proto (0 replicas) instead of returning an error, so the options are never left out. */
-static const char compile_options[] = {0x1a, 0x04, 0x20, 0x01, 0x28, 0x01};
+ * num_replicas = 1 (field 4) and num_partitions = 1 (field 5), and compile_portable_executable
+ * (field 4 of the outer message): one executable runs on whichever device a run names. XLA's
+ * plugins abort on an empty proto (0 replicas) instead of returning an error, so the options are
+ * never left out. */
+static const char compile_options[] = {0x1a, 0x04, 0x20, 0x01, 0x28, 0x01, 0x20, 0x01};
+
+const char *tpu_pjrt_executable_options(size_t *size) {
+  *size = sizeof compile_options;
+  return compile_options;
+}
 
 static PJRT_Error *destroy_loaded(const PJRT_Api *api, PJRT_LoadedExecutable *executable) {
   PJRT_LoadedExecutable_Destroy_Args args = {
@@ -151,8 +158,12 @@ tpu_status tpu_pjrt_executable_deserialize(const tpu_pjrt_client *client, const 
   return status == TPU_OK ? wrap_loaded(client, args.loaded_executable, out) : status;
 }
 
-tpu_status tpu_pjrt_executable_run(const tpu_pjrt_executable *exe, PJRT_Buffer *const *inputs,
-                                   size_t input_count, PJRT_Buffer **outputs, size_t output_count) {
+tpu_status tpu_pjrt_executable_run(const tpu_pjrt_executable *exe, size_t device,
+                                   PJRT_Buffer *const *inputs, size_t input_count,
+                                   PJRT_Buffer **outputs, size_t output_count) {
+  if (device >= exe->client->device_count)
+    return tpu_error(TPU_ERR_VALUE, "no PJRT device %zu (the client has %zu)", device,
+                     exe->client->device_count);
   if (output_count != exe->output_count)
     return tpu_error(TPU_ERR_VALUE, "the executable makes %zu outputs, not %zu", exe->output_count,
                      output_count);
@@ -176,6 +187,7 @@ tpu_status tpu_pjrt_executable_run(const tpu_pjrt_executable *exe, PJRT_Buffer *
       .num_args = input_count,
       .output_lists = &outputs,
       .device_complete_events = &done,
+      .execute_device = exe->client->devices[device],
   };
   tpu_status status = tpu_pjrt_status(api, api->PJRT_LoadedExecutable_Execute(&args),
                                       "PJRT_LoadedExecutable_Execute");

@@ -1,5 +1,6 @@
-/* Executables of a PJRT client: StableHLO modules compiled for the client's first device, run on
- * buffers of that device. */
+/* Executables of a PJRT client: StableHLO modules compiled once as portable executables (one
+ * replica, one partition, no device fixed), each run on the device it names with buffers of that
+ * device. */
 #ifndef TPU_PJRT_EXECUTABLE_H
 #define TPU_PJRT_EXECUTABLE_H
 
@@ -30,10 +31,16 @@ tpu_status tpu_pjrt_executable_serialize(const tpu_pjrt_executable *exe, char **
 tpu_status tpu_pjrt_executable_deserialize(const tpu_pjrt_client *client, const char *bytes,
                                            size_t size, tpu_pjrt_executable **out);
 
-/* Runs the executable on `inputs` (its parameters, in order) and waits until it has finished;
+/* Runs the executable on the client's device `device` (an index into client->devices) with
+ * `inputs` (its parameters, in order, buffers of that device) and waits until it has finished;
  * outputs[0..output_count) receive new buffers the caller destroys (tpu_pjrt_buffer_destroy). */
-tpu_status tpu_pjrt_executable_run(const tpu_pjrt_executable *exe, PJRT_Buffer *const *inputs,
-                                   size_t input_count, PJRT_Buffer **outputs, size_t output_count);
+tpu_status tpu_pjrt_executable_run(const tpu_pjrt_executable *exe, size_t device,
+                                   PJRT_Buffer *const *inputs, size_t input_count,
+                                   PJRT_Buffer **outputs, size_t output_count);
+
+/* The serialized compile options every executable is built with (*size bytes): part of what a
+ * serialized executable depends on (drivers/pjrt/tpu_pjrt_disk_cache.h). */
+const char *tpu_pjrt_executable_options(size_t *size);
 
 /* Frees the executable (NULL is fine) and returns the plugin's error, if any. */
 tpu_status tpu_pjrt_executable_destroy(tpu_pjrt_executable *exe);

@@ -13,9 +13,9 @@
 #include "drivers/pjrt/tpu_pjrt_client.h"
 
 /* The 0-d buffer holding the 8 bytes at `value` as `dtype` (TPU_FLOAT64 or TPU_INT64), on the
- * client's first device. *owned: whether the caller destroys it after the run (else the table
+ * client's device `device`. *owned: whether the caller destroys it after the run (else the table
  * keeps it, and the caller must not). */
-tpu_status tpu_pjrt_scalar_buffer(const tpu_pjrt_client *client, tpu_dtype dtype,
+tpu_status tpu_pjrt_scalar_buffer(const tpu_pjrt_client *client, size_t device, tpu_dtype dtype,
                                   const void *value, PJRT_Buffer **out, bool *owned);
 
 #endif
