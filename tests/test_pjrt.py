@@ -179,6 +179,20 @@ def test_arange_runs_on_the_device(dtype: torch.dtype, eager_mode: str) -> None:
     assert "arange" not in torch.tpu.op_stats()["driver_fallback"]
 
 
+@pjrt_only
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32, torch.bool])
+def test_nonzero_counts_on_the_device(dtype: torch.dtype, eager_mode: str) -> None:
+    # NaN is nonzero and -0.0 is not; the count sizes nonzero's and masked_select's outputs.
+    x = torch.tensor([[0.0, -0.0, float("nan"), 2.0], [1.0, 0.0, -3.0, 0.0]]).to(dtype)
+    torch.tpu.reset_op_stats()
+    assert torch.equal(torch.nonzero(x.to("tpu").t()).cpu(), torch.nonzero(x.t()))
+    got = torch.masked_select(x.to("tpu"), x.to("tpu") != 0).cpu()
+    torch.testing.assert_close(got, torch.masked_select(x, x != 0), equal_nan=True)
+    assert torch.count_nonzero(x.to("tpu")).item() == torch.count_nonzero(x).item()
+    assert torch.tpu.op_stats()["native"].get("nonzero_count", 0) >= 2
+    assert "nonzero_count" not in torch.tpu.op_stats()["driver_fallback"]
+
+
 CACHE_SCRIPT = (
     "import torch, torch_tpu\n"
     "x = torch.arange(12, dtype=torch.float32, device='tpu').reshape(3, 4)\n"

@@ -1,8 +1,9 @@
 /* Reductions that pick or test elements (ops/tpu_ops_reduce.h) in StableHLO: MAX_DIM, MIN_DIM,
- * ARGMAX, ARGMIN, ANY, ALL and COUNT_NONZERO, exact as the host's kernels are. An index is the
- * first position of the extreme in the logical row-major order of the reduced dimensions (a NaN,
- * when there is one, is the extreme), found as the smallest position whose element equals the
- * reduction's maximum (or minimum) or is a NaN. */
+ * ARGMAX, ARGMIN, ANY, ALL and COUNT_NONZERO, and NONZERO_COUNT (ops/tpu_ops_index.h: the count
+ * over every element, into a 0-d int64 the host may hold), exact as the host's kernels are. An
+ * index is the first position of the extreme in the logical row-major order of the reduced
+ * dimensions (a NaN, when there is one, is the extreme), found as the smallest position whose
+ * element equals the reduction's maximum (or minimum) or is a NaN. */
 #include "drivers/pjrt/tpu_pjrt_family.h"
 #include "drivers/pjrt/tpu_pjrt_lower_reduce.h"
 
@@ -13,6 +14,9 @@ static bool is_extreme(tpu_op_id op) {
 
 static bool supports(const tpu_op_call *call) {
   tpu_op_id op = call->op;
+  if (op == TPU_OP_NONZERO_COUNT)
+    return call->n_inputs == 1 && call->n_outputs == 1 && call->tensors[1].ndim == 0 &&
+           call->tensors[1].dtype == TPU_INT64;
   int outs = op == TPU_OP_MAX_DIM || op == TPU_OP_MIN_DIM ? 2 : 1;
   bool tests = op == TPU_OP_ANY || op == TPU_OP_ALL || op == TPU_OP_COUNT_NONZERO;
   if ((!is_extreme(op) && !tests) || call->n_inputs != 1 || call->n_outputs != outs)
@@ -55,13 +59,17 @@ static void emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
   (void)scalar;
   (void)ctx;
   (void)bad;
-  int64_t dims[TPU_MAX_DIMS], count;
-  int n = tpu_pjrt_reduced_dims(call, dims, &count);
+  int64_t dims[TPU_MAX_DIMS], count = 1;
+  int n = in[0].rank; /* NONZERO_COUNT: every dimension */
+  for (int d = 0; d < n; d++)
+    dims[d] = d;
+  if (call->op != TPU_OP_NONZERO_COUNT)
+    n = tpu_pjrt_reduced_dims(call, dims, &count);
   const tpu_tensor *first = &call->tensors[1], *last = &call->tensors[call->n_outputs];
   tpu_op_id op = call->op;
   if (!is_extreme(op)) {
     tpu_hlo_value nonzero = tpu_hlo_cast(h, in[0], TPU_BOOL);
-    if (op == TPU_OP_COUNT_NONZERO) {
+    if (op == TPU_OP_COUNT_NONZERO || op == TPU_OP_NONZERO_COUNT) {
       tpu_hlo_value ones = tpu_hlo_convert(h, nonzero, TPU_INT64);
       out[0] = keepdim(h, tpu_hlo_reduce(h, ones, tpu_hlo_constant(h, TPU_INT64, "0"), dims, n,
                                          TPU_HLO_ADD), first);

@@ -174,7 +174,7 @@
   X(INDEX_FILL, FAMILY, &tpu_pjrt_index_family)                                                    \
   X(INDEX, NONE, NULL) /* advanced indexing over restrided views: not written yet */               \
   X(INDEX_PUT, NONE, NULL) /* advanced indexing over restrided views: not written yet */           \
-  X(NONZERO_COUNT, NONE, NULL) /* its count sizes the caller's next allocation on the host */      \
+  X(NONZERO_COUNT, FAMILY, &tpu_pjrt_reduce_pick_family)                                           \
   X(NONZERO, NONE, NULL) /* an output sized by the data: the host knows the count first */         \
   X(MASKED_SELECT, NONE, NULL) /* an output sized by the data: the host knows the count first */   \
   X(MASKED_SCATTER, NONE, NULL) /* not written yet */                                              \
