@@ -158,17 +158,13 @@ static size_t dense_bytes(const tpu_tensor *t) {
  * for tpu_executable_stats. */
 static atomic_uint_least64_t runs, run_us, device_copies;
 
-/* The device a run of calls executes on: its first device output's (a copy between chips runs on
- * its destination's), else its first device input's. */
-static size_t run_device(const tpu_op_call *const *calls, int n) {
-  for (int pass = 0; pass < 2; pass++)
-    for (int c = 0; c < n; c++) {
-      int first = pass == 0 ? calls[c]->n_inputs : 0;
-      int end = pass == 0 ? calls[c]->n_inputs + calls[c]->n_outputs : calls[c]->n_inputs;
-      for (int t = first; t < end; t++)
-        if (calls[c]->tensors[t].buf)
-          return (size_t)tpu_buffer_device(calls[c]->tensors[t].buf);
-    }
+/* The device a run executes on: every device view of a run is on it but a copy's source on
+ * another chip, so it is the first call's last device tensor's (its output's, or a copy to the
+ * host's source). */
+static size_t run_device(const tpu_op_call *first) {
+  for (int t = first->n_inputs + first->n_outputs - 1; t >= 0; t--)
+    if (first->tensors[t].buf)
+      return (size_t)tpu_buffer_device(first->tensors[t].buf);
   return 0;
 }
 
@@ -180,10 +176,8 @@ static tpu_status storage_on(const tpu_buffer *storage, size_t device, tpu_dtype
   tpu_status st = tpu_pjrt_storage_get(client, home, tpu_buffer_memory(storage),
                                        tpu_buffer_nbytes(storage), out, elem);
   *owned = st == TPU_OK && home != device;
-  if (*owned) {
-    st = tpu_pjrt_buffer_to_device(client, *out, device, out);
+  if (*owned && (st = tpu_pjrt_buffer_to_device(client, *out, device, out)) == TPU_OK)
     atomic_fetch_add(&device_copies, 1);
-  }
   return st;
 }
 
@@ -297,12 +291,12 @@ static void reset_executable_stats(void) {
   tpu_pjrt_programs_reset_stats();
 }
 
-/* Runs executable exe of program p on the operands of calls (n of them). */
+/* Runs executable exe of program p on the operands of calls. */
 static tpu_status run_program(const tpu_pjrt_program *p, const tpu_pjrt_executable *exe,
-                              const tpu_op_call *const *calls, int n, int *failed) {
+                              const tpu_op_call *const *calls, int *failed) {
   PJRT_Buffer *args[TPU_HLO_MAX_ARGS] = {0}, *outs[TPU_HLO_MAX_RESULTS] = {0};
   bool owned[TPU_HLO_MAX_ARGS] = {0};
-  size_t device = run_device(calls, n);
+  size_t device = run_device(calls[0]);
   tpu_status st = bind_args(p, calls, device, args, owned);
   if (st == TPU_OK) {
     double start = tpu_now_us();
@@ -327,7 +321,7 @@ static tpu_status run_calls(const tpu_op_call *const *calls, int n, tpu_buffer *
   tpu_status st = tpu_pjrt_programs_get(client, calls, n, dropped, n_dropped, &compiled);
   /* A run whose results are all dropped (and that checks nothing) has no effect. */
   if (st == TPU_OK && compiled.exe)
-    st = run_program(compiled.program, compiled.exe, calls, n, failed);
+    st = run_program(compiled.program, compiled.exe, calls, failed);
   tpu_pjrt_compiled_release(&compiled);
   return st;
 }
@@ -664,7 +658,7 @@ static bool has_nonfinite(const tpu_tensor *t) {
   if (st == TPU_OK)
     st = tpu_pjrt_cache_get(client, p->text, p->len, &exe);
   if (st == TPU_OK)
-    st = run_program(p, exe, calls, 1, &failed);
+    st = run_program(p, exe, calls, &failed);
   tpu_pjrt_program_free(p);
   tpu_op_call_free(scan);
   return st == TPU_OK && flag;

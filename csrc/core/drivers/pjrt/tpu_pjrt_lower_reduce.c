@@ -34,8 +34,9 @@ int tpu_pjrt_reduced_dims(const tpu_op_call *call, int64_t *dims, int64_t *count
   const tpu_tensor *src = &call->tensors[0], *out = &call->tensors[1];
   int n = 0;
   *count = 1;
+  bool every = out->ndim == 0; /* a 0-d output (NONZERO_COUNT) reduces every dimension */
   for (int i = 0; i < src->ndim; i++)
-    if (out->sizes[i] == 1 && src->sizes[i] != 1) {
+    if (every || (out->sizes[i] == 1 && src->sizes[i] != 1)) {
       dims[n++] = i;
       *count *= src->sizes[i];
     }

@@ -20,8 +20,8 @@ tpu_hlo_value tpu_pjrt_reduce_emit(tpu_hlo *h, const tpu_op_call *call, tpu_hlo_
 const char *tpu_pjrt_reduce_identity(tpu_dtype elem, bool max);
 
 /* The dimensions a reduction of call->tensors[0] into call->tensors[1] reduces (those the output
- * takes to size 1), ascending, into dims; returns how many, and *count the elements each output
- * element reduces. */
+ * takes to size 1, or all of them into a 0-d output), ascending, into dims; returns how many, and
+ * *count the elements each output element reduces. */
 int tpu_pjrt_reduced_dims(const tpu_op_call *call, int64_t *dims, int64_t *count);
 
 /* r, a reduction of x over dims[0..n), broadcast back over x's dims. */

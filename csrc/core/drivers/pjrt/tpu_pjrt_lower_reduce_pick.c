@@ -59,12 +59,8 @@ static void emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
   (void)scalar;
   (void)ctx;
   (void)bad;
-  int64_t dims[TPU_MAX_DIMS], count = 1;
-  int n = in[0].rank; /* NONZERO_COUNT: every dimension */
-  for (int d = 0; d < n; d++)
-    dims[d] = d;
-  if (call->op != TPU_OP_NONZERO_COUNT)
-    n = tpu_pjrt_reduced_dims(call, dims, &count);
+  int64_t dims[TPU_MAX_DIMS], count;
+  int n = tpu_pjrt_reduced_dims(call, dims, &count);
   const tpu_tensor *first = &call->tensors[1], *last = &call->tensors[call->n_outputs];
   tpu_op_id op = call->op;
   if (!is_extreme(op)) {
