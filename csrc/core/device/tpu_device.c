@@ -82,6 +82,16 @@ const tpu_device_props *tpu_device_props_of(int device) {
   return device >= 0 && device < device_count ? &props[device] : NULL;
 }
 
+tpu_status tpu_device_drain(int device) {
+  const tpu_driver_i *driver = tpu_driver();
+  return driver && driver->device_wait ? driver->device_wait(device) : TPU_OK;
+}
+
+bool tpu_device_drained(int device) {
+  const tpu_driver_i *driver = tpu_driver();
+  return !driver || !driver->device_idle || driver->device_idle(device);
+}
+
 void tpu_runtime_mark_initialized(void) {
   registry_ensure();
   atomic_store(&runtime_initialized, true);

@@ -27,6 +27,14 @@ size_t tpu_device_capacity(int device);
 /* The driver's properties of a chip (name, capacity, kind), or NULL for an invalid index. */
 const tpu_device_props *tpu_device_props_of(int device);
 
+/* Waits for the work an asynchronous driver (drivers/tpu_driver.h, device_wait) still runs on the
+ * chip after its calls returned, and returns that work's first error, once; TPU_OK at once for a
+ * synchronous driver. */
+tpu_status tpu_device_drain(int device);
+
+/* Whether no such work runs on the chip (always for a synchronous driver). */
+bool tpu_device_drained(int device);
+
 /* Marks the runtime as initialized: from here on a fork() leaves the child unable to use it. */
 void tpu_runtime_mark_initialized(void);
 

@@ -3,6 +3,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#include "device/tpu_device.h"
+
 struct tpu_event {
   atomic_int refs; /* the owner and each queued time stamp */
   bool timing;
@@ -16,6 +18,7 @@ struct tpu_event {
 typedef struct stamp_ctx {
   tpu_event *event;
   unsigned generation;
+  int device;
 } stamp_ctx;
 
 tpu_status tpu_event_create(bool timing, tpu_event **out) {
@@ -38,13 +41,16 @@ void tpu_event_destroy(tpu_event *e) {
     event_unref(e);
 }
 
+/* The time stamp is taken once the chip has finished the work before it, also when the driver
+ * runs that work asynchronously. */
 static tpu_status run_stamp(void *arg) {
   stamp_ctx *c = arg;
+  tpu_status st = tpu_device_drain(c->device);
   if (atomic_load(&c->event->generation) == c->generation) {
     atomic_store(&c->event->time_us, tpu_now_us());
     atomic_store(&c->event->stamped, true);
   }
-  return TPU_OK;
+  return st;
 }
 
 static void done_stamp(void *arg) {
@@ -64,7 +70,7 @@ tpu_status tpu_event_record(tpu_event *e, tpu_stream *stream) {
   stamp_ctx *c = malloc(sizeof *c);
   if (!c)
     return tpu_error(TPU_ERR_OUT_OF_MEMORY, "cannot allocate an event record");
-  *c = (stamp_ctx){.event = e, .generation = generation};
+  *c = (stamp_ctx){.event = e, .generation = generation, .device = tpu_stream_device(stream)};
   atomic_fetch_add(&e->refs, 1);
   /* The stamp is ordered after all work submitted so far; its own sequence number marks the event.
    * Submitters of the same stream may interleave, so read the number under no assumption beyond
@@ -77,14 +83,16 @@ tpu_status tpu_event_record(tpu_event *e, tpu_stream *stream) {
 
 bool tpu_event_query(const tpu_event *e) {
   tpu_stream *s = atomic_load(&e->stream);
-  return !s || tpu_stream_completed(s) >= atomic_load(&e->seq);
+  return !s || (tpu_stream_completed(s) >= atomic_load(&e->seq) &&
+                tpu_device_drained(tpu_stream_device(s)));
 }
 
 tpu_status tpu_event_synchronize(tpu_event *e) {
   tpu_stream *s = atomic_load(&e->stream);
-  if (s)
-    tpu_stream_wait_for(s, atomic_load(&e->seq));
-  return TPU_OK;
+  if (!s)
+    return TPU_OK;
+  tpu_stream_wait_for(s, atomic_load(&e->seq));
+  return tpu_device_drain(tpu_stream_device(s));
 }
 
 tpu_status tpu_event_block(tpu_event *e, tpu_stream *stream) {

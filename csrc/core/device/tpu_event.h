@@ -22,7 +22,9 @@ tpu_status tpu_event_record(tpu_event *event, tpu_stream *stream);
 /* True when the captured work has completed, or when the event was never recorded. */
 bool tpu_event_query(const tpu_event *event);
 
-/* Blocks until the captured work has completed. */
+/* Blocks until the captured work has completed; on a chip whose driver runs work asynchronously,
+ * until all work launched on it has, and then returns that work's first error
+ * (tpu_device_drain). */
 tpu_status tpu_event_synchronize(tpu_event *event);
 
 /* Makes later work on `stream` wait for the event's captured work. */

@@ -267,9 +267,14 @@ tpu_status tpu_stream_submit(tpu_stream *s, const char *name, tpu_work_run_fn ru
   return TPU_OK;
 }
 
+/* Whether the worker has run everything submitted (the driver may still be running it). */
+static bool worker_idle(const tpu_stream *s) {
+  return atomic_load(&s->completed) >= atomic_load(&s->submitted);
+}
+
 bool tpu_stream_run_if_idle(tpu_stream *s, const char *name, tpu_work_run_fn run,
                             tpu_work_done_fn done, void *ctx) {
-  if (tpu_launch_blocking() || !tpu_stream_query(s))
+  if (tpu_launch_blocking() || !worker_idle(s))
     return false;
   pthread_mutex_lock(&s->mu);
   bool idle = s->head == s->tail && atomic_load(&s->completed) == s->tail;
@@ -320,6 +325,9 @@ tpu_status tpu_stream_wait_other(tpu_stream *waiter, tpu_stream *other, uint64_t
 
 tpu_status tpu_stream_synchronize(tpu_stream *s) {
   tpu_stream_wait_for(s, atomic_load(&s->submitted));
+  tpu_status drained = tpu_device_drain(s->device);
+  if (drained != TPU_OK)
+    record_error(s, "device execution", drained, tpu_last_error());
   pthread_mutex_lock(&s->mu);
   tpu_status st = s->error;
   if (st != TPU_OK) {
@@ -331,7 +339,7 @@ tpu_status tpu_stream_synchronize(tpu_stream *s) {
 }
 
 bool tpu_stream_query(const tpu_stream *s) {
-  return atomic_load(&s->completed) >= atomic_load(&s->submitted);
+  return worker_idle(s) && tpu_device_drained(s->device);
 }
 
 tpu_status tpu_device_synchronize(int device) {

@@ -65,11 +65,12 @@ void tpu_stream_wait_for(tpu_stream *stream, uint64_t seq);
 /* Makes later work on `waiter` wait until `other` completes its work `seq` (wait_stream, events). */
 tpu_status tpu_stream_wait_other(tpu_stream *waiter, tpu_stream *other, uint64_t seq);
 
-/* Blocks until all submitted work has run; returns the first error recorded since the last report
- * (and clears it), with a message naming the work that failed. */
+/* Blocks until all submitted work has run, and the chip has finished what an asynchronous driver
+ * still runs (tpu_device_drain); returns the first error recorded since the last report (and
+ * clears it), with a message naming the work that failed. */
 tpu_status tpu_stream_synchronize(tpu_stream *stream);
 
-/* True when all submitted work has completed. */
+/* True when all submitted work has completed, on the chip too. */
 bool tpu_stream_query(const tpu_stream *stream);
 
 /* Synchronizes every started stream of `device`; returns the first error among them. */

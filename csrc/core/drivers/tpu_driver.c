@@ -19,7 +19,7 @@ static char selection_message[512];
 
 static bool complete(const tpu_driver_i *d) {
   return d->name && d->device_count && d->device_props && d->arena_create && d->op_run &&
-         d->graph_compile && d->graph_free && d->graph_run;
+         d->graph_compile && d->graph_free && d->graph_run && !d->device_wait == !d->device_idle;
 }
 
 tpu_status tpu_driver_register(const tpu_driver_i *driver) {

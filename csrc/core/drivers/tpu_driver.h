@@ -4,8 +4,9 @@
  * TORCH_TPU_DRIVER among the registered ones (drivers/tpu_drivers.h lists the built-in ones);
  * docs/ARCHITECTURE.md shows how to add one.
  *
- * Calls are synchronous: the core's streams (device/tpu_stream.h) order the work and call op_run and
- * graph_run on their worker threads, which return once the outputs are written. Copies between
+ * The core's streams (device/tpu_stream.h) order the work and call op_run and graph_run on their
+ * worker threads, which return once the outputs are written, or, for a driver with device_wait,
+ * once the work is enqueued on the chip in an order that keeps its reads and writes. Copies between
  * the host and a chip, or within a chip, are the COPY op: its host operand is a tensor whose buf is
  * NULL (tensor/tpu_tensor.h). A copy between chips is a COPY run on the destination's chip whose
  * source lives on another (tpu_buffer_device); nothing writes that source while it runs. A
@@ -96,6 +97,12 @@ typedef struct tpu_driver_i {
                           const tpu_buffer *donor);
   bool (*graph_recomputable)(const tpu_graph *graph, int node);
 
+  /* Asynchronous execution (optional, both or neither; NULL: op_run and graph_run return once
+   * their work completed). device_wait waits until the work the driver still runs on a chip has
+   * completed and returns the first error of it (once); device_idle says whether none runs. */
+  tpu_status (*device_wait)(int device);
+  bool (*device_idle)(int device);
+
   /* Extras (optional; NULL: none): the function named `name`, or NULL. The core's are the
    * TPU_PROC_* names below; a driver's own are in its public header, drivers/<name>/<name>.h. */
   tpu_proc (*get_proc_address)(const char *name);
@@ -115,8 +122,8 @@ typedef bool (*tpu_proc_first_nonfinite)(const tpu_tensor *t, int64_t *index, do
 #define TPU_MAX_DRIVERS 8
 
 /* Makes `driver` selectable by its name (another one of that name replaces it unless it is in use;
- * registering the same table again does nothing). TPU_ERR_VALUE when a required entry is missing
- * or the table is full. */
+ * registering the same table again does nothing). TPU_ERR_VALUE when a required entry is missing,
+ * only one of device_wait and device_idle is given, or the table is full. */
 tpu_status tpu_driver_register(const tpu_driver_i *driver);
 
 /* Selects the registered driver `name` for the process (NULL: TORCH_TPU_DRIVER, else the first

@@ -81,7 +81,7 @@ static void test_add(void) {
   size_t last = client->device_count - 1;
   if (tpu_pjrt_buffer_from_host(client, last, TPU_FLOAT32, dims, 1, a, &in[0]) == TPU_OK &&
       tpu_pjrt_buffer_from_host(client, last, TPU_FLOAT32, dims, 1, b, &in[1]) == TPU_OK &&
-      tpu_pjrt_executable_run(exe, last, in, 2, &out, 1) == TPU_OK) {
+      tpu_pjrt_executable_run(exe, last, in, 2, &out, 1, NULL) == TPU_OK) {
     CHECK(device_of(out) == (int)last);
     float result[4] = {0};
     CHECK(tpu_pjrt_buffer_to_host(client, out, result, sizeof result) == TPU_OK);
@@ -95,10 +95,11 @@ static void test_add(void) {
   CHECK(tpu_pjrt_buffer_destroy(client, in[0]) == TPU_OK);
   CHECK(tpu_pjrt_buffer_destroy(client, in[1]) == TPU_OK);
   out = in[0] = in[1] = NULL;
-  CHECK(tpu_pjrt_executable_run(exe, client->device_count, in, 2, &out, 1) == TPU_ERR_VALUE);
+  CHECK(tpu_pjrt_executable_run(exe, client->device_count, in, 2, &out, 1, NULL) ==
+        TPU_ERR_VALUE);
   if (tpu_pjrt_buffer_from_host(client, 0, TPU_FLOAT32, dims, 1, a, &in[0]) == TPU_OK &&
       tpu_pjrt_buffer_from_host(client, 0, TPU_FLOAT32, dims, 1, b, &in[1]) == TPU_OK &&
-      tpu_pjrt_executable_run(exe, 0, in, 2, &out, 1) == TPU_OK) {
+      tpu_pjrt_executable_run(exe, 0, in, 2, &out, 1, NULL) == TPU_OK) {
     CHECK(device_of(out) == 0);
     float result[4] = {0};
     CHECK(tpu_pjrt_buffer_to_host(client, out, result, sizeof result) == TPU_OK);
@@ -112,7 +113,7 @@ static void test_add(void) {
   CHECK(tpu_pjrt_buffer_destroy(client, out) == TPU_OK);
   out = NULL;
   /* One input too few: the plugin's error, and no output left behind. */
-  CHECK(tpu_pjrt_executable_run(exe, 0, in, 1, &out, 1) != TPU_OK);
+  CHECK(tpu_pjrt_executable_run(exe, 0, in, 1, &out, 1, NULL) != TPU_OK);
   CHECK(out == NULL);
   printf("  one input too few: %.160s\n", tpu_last_error());
   CHECK(tpu_pjrt_buffer_destroy(client, in[0]) == TPU_OK);

@@ -104,7 +104,9 @@ def compile_cache_stats() -> dict[str, int]:
     On a compiling driver (PJRT) also its executables since start or reset: executables_compiled,
     executables_loaded (from the disk cache, TORCH_TPU_CACHE_DIR), executables_stored (written
     there), executable_compile_us / executable_load_us (microseconds those took), and
-    executable_runs / executable_run_us (runs and their time from launch to completion),
+    executable_runs / executable_run_us (runs, and the time the devices were busy with them:
+    the union of their launch-to-completion intervals, for runs completed by the last
+    synchronization),
     modules_lowered (runs lowered to a StableHLO module: a structure's first run, plus each run
     lowered again below), modules_reused (runs that found their compiled module by structure and
     bound only buffers and scalars), modules_unkeyed (runs lowered every time because their

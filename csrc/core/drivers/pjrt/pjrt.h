@@ -11,8 +11,9 @@
 
 /* What the driver's executables did since start or reset: executables compiled, loaded from and
  * written to its disk cache, and the microseconds compiling and loading took; runs of executables
- * and the microseconds from launch to completion they took; runs lowered to a module, runs that
- * found their compiled module by description without lowering, and runs that lowered because
+ * and the microseconds the devices were busy with them (the union of their launch-to-completion
+ * intervals, summed over devices, for executions completed by now); runs lowered to a module, runs
+ * that found their compiled module by description without lowering, and runs that lowered because
  * their description could not be trusted (drivers/pjrt/tpu_pjrt_programs.h); and storages
  * copied from one device to another for a run (a copy between chips). */
 typedef struct tpu_executable_stats {

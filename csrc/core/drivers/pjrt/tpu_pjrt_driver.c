@@ -12,6 +12,7 @@
 #include "drivers/pjrt/tpu_pjrt_cache.h"
 #include "drivers/pjrt/tpu_pjrt_disk_cache.h"
 #include "drivers/pjrt/tpu_pjrt_error.h"
+#include "drivers/pjrt/tpu_pjrt_inflight.h"
 #include "drivers/pjrt/tpu_pjrt_lower.h"
 #include "drivers/pjrt/tpu_pjrt_plugin.h"
 #include "drivers/pjrt/tpu_pjrt_programs.h"
@@ -154,9 +155,9 @@ static size_t dense_bytes(const tpu_tensor *t) {
   return n;
 }
 
-/* Executable runs and their time from launch to completion, and storages copied between devices,
- * for tpu_executable_stats. */
-static atomic_uint_least64_t runs, run_us, device_copies;
+/* Executable runs and storages copied between devices, for tpu_executable_stats (whose run time
+ * is the devices' busy time, tpu_pjrt_inflight_busy_us). */
+static atomic_uint_least64_t runs, device_copies;
 
 /* The device a run executes on: every device view of a run is on it but a copy's source on
  * another chip, so it is the first call's last device tensor's (its output's, or a copy to the
@@ -206,8 +207,10 @@ static tpu_status bind_args(const tpu_pjrt_program *p, const tpu_op_call *const 
       if (!dense)
         return tpu_error(TPU_ERR_OUT_OF_MEMORY, "out of host memory for %zu bytes", bytes);
       host_move(host, dense, true);
-      st = tpu_pjrt_buffer_from_host(client, device, a->dtype, host->sizes, (size_t)host->ndim,
-                                     dense, &bufs[i]);
+      int64_t dims[TPU_MAX_DIMS + 1]; /* a complex view's elements as their parts */
+      int rank = tpu_pjrt_view_value_dims(host, dims);
+      st = tpu_pjrt_buffer_from_host(client, device, a->dtype, dims, (size_t)rank, dense,
+                                     &bufs[i]);
       free(dense);
     }
     if (st != TPU_OK)
@@ -278,7 +281,7 @@ static tpu_status take_results(const tpu_pjrt_program *p, const tpu_op_call *con
 static void executable_stats(tpu_executable_stats *out) {
   tpu_pjrt_cache_stats(out);
   out->runs = atomic_load(&runs);
-  out->run_us = atomic_load(&run_us);
+  out->run_us = tpu_pjrt_inflight_busy_us();
   out->device_copies = atomic_load(&device_copies);
   tpu_pjrt_programs_stats(&out->lowerings, &out->program_hits, &out->unkeyed);
 }
@@ -286,9 +289,19 @@ static void executable_stats(tpu_executable_stats *out) {
 static void reset_executable_stats(void) {
   tpu_pjrt_cache_reset_stats();
   atomic_store(&runs, 0);
-  atomic_store(&run_us, 0);
+  tpu_pjrt_inflight_reset_busy();
   atomic_store(&device_copies, 0);
   tpu_pjrt_programs_reset_stats();
+}
+
+/* Whether a run of program p waits for its execution: it reads results back to the host (a check's
+ * flag, a host view), or its caller raises errors at the call (debug mode). Other runs return once
+ * enqueued (drivers/pjrt/tpu_pjrt_inflight.h). */
+static bool run_waits(const tpu_pjrt_program *p) {
+  for (int i = 0; i < p->n_results; i++)
+    if (p->results[i].source != TPU_PJRT_STORAGE)
+      return true;
+  return tpu_launch_blocking();
 }
 
 /* Runs executable exe of program p on the operands of calls. */
@@ -300,10 +313,15 @@ static tpu_status run_program(const tpu_pjrt_program *p, const tpu_pjrt_executab
   tpu_status st = bind_args(p, calls, device, args, owned);
   if (st == TPU_OK) {
     double start = tpu_now_us();
+    PJRT_Event *done;
     st = tpu_pjrt_executable_run(exe, device, args, (size_t)p->n_args, outs,
-                                 (size_t)p->n_results);
+                                 (size_t)p->n_results, &done);
     atomic_fetch_add(&runs, 1);
-    atomic_fetch_add(&run_us, (uint64_t)(tpu_now_us() - start));
+    if (st == TPU_OK)
+      st = tpu_pjrt_inflight_add(client->api, device, done, start, run_waits(p));
+    if (st != TPU_OK)
+      for (int i = 0; i < p->n_results; i++)
+        tpu_pjrt_buffer_destroy(client, outs[i]);
   }
   for (int i = 0; i < p->n_args; i++)
     if (owned[i])
@@ -676,6 +694,10 @@ static bool first_nonfinite(const tpu_tensor *t, int64_t *index, double *value) 
   return found;
 }
 
+static tpu_status pjrt_device_wait(int device) { return tpu_pjrt_inflight_wait((size_t)device); }
+
+static bool pjrt_device_idle(int device) { return tpu_pjrt_inflight_idle((size_t)device); }
+
 static tpu_proc pjrt_proc(const char *name) {
   if (strcmp(name, TPU_PROC_HAS_NONFINITE) == 0)
     return (tpu_proc)has_nonfinite;
@@ -702,6 +724,8 @@ static const tpu_driver_i pjrt_driver = {
     .graph_run = pjrt_graph_run,
     .graph_step = pjrt_graph_step,
     .graph_stores = pjrt_graph_stores,
+    .device_wait = pjrt_device_wait,
+    .device_idle = pjrt_device_idle,
     .get_proc_address = pjrt_proc,
 };
 

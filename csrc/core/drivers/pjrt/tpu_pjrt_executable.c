@@ -160,7 +160,9 @@ tpu_status tpu_pjrt_executable_deserialize(const tpu_pjrt_client *client, const 
 
 tpu_status tpu_pjrt_executable_run(const tpu_pjrt_executable *exe, size_t device,
                                    PJRT_Buffer *const *inputs, size_t input_count,
-                                   PJRT_Buffer **outputs, size_t output_count) {
+                                   PJRT_Buffer **outputs, size_t output_count, PJRT_Event **done) {
+  if (done)
+    *done = NULL;
   if (device >= exe->client->device_count)
     return tpu_error(TPU_ERR_VALUE, "no PJRT device %zu (the client has %zu)", device,
                      exe->client->device_count);
@@ -177,7 +179,7 @@ tpu_status tpu_pjrt_executable_run(const tpu_pjrt_executable *exe, size_t device
   const PJRT_Api *api = exe->client->api;
   /* One device: the argument and output lists are one list each. */
   PJRT_ExecuteOptions options = {.struct_size = PJRT_ExecuteOptions_STRUCT_SIZE};
-  PJRT_Event *done = NULL;
+  PJRT_Event *complete = NULL;
   PJRT_LoadedExecutable_Execute_Args args = {
       .struct_size = PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE,
       .executable = exe->executable,
@@ -186,13 +188,15 @@ tpu_status tpu_pjrt_executable_run(const tpu_pjrt_executable *exe, size_t device
       .num_devices = 1,
       .num_args = input_count,
       .output_lists = &outputs,
-      .device_complete_events = &done,
+      .device_complete_events = &complete,
       .execute_device = exe->client->devices[device],
   };
   tpu_status status = tpu_pjrt_status(api, api->PJRT_LoadedExecutable_Execute(&args),
                                       "PJRT_LoadedExecutable_Execute");
-  if (status == TPU_OK)
-    status = tpu_pjrt_event_await(api, done, "PJRT_LoadedExecutable_Execute");
+  if (status == TPU_OK && done)
+    *done = complete;
+  else if (status == TPU_OK)
+    status = tpu_pjrt_event_await(api, complete, "PJRT_LoadedExecutable_Execute");
   if (status != TPU_OK) {
     for (size_t i = 0; i < output_count; i++) {
       PJRT_Buffer_Destroy_Args destroy = {.struct_size = PJRT_Buffer_Destroy_Args_STRUCT_SIZE,

@@ -31,12 +31,14 @@ tpu_status tpu_pjrt_executable_serialize(const tpu_pjrt_executable *exe, char **
 tpu_status tpu_pjrt_executable_deserialize(const tpu_pjrt_client *client, const char *bytes,
                                            size_t size, tpu_pjrt_executable **out);
 
-/* Runs the executable on the client's device `device` (an index into client->devices) with
- * `inputs` (its parameters, in order, buffers of that device) and waits until it has finished;
- * outputs[0..output_count) receive new buffers the caller destroys (tpu_pjrt_buffer_destroy). */
+/* Launches the executable on the client's device `device` (an index into client->devices) with
+ * `inputs` (its parameters, in order, buffers of that device); outputs[0..output_count) receive
+ * new buffers the caller destroys (tpu_pjrt_buffer_destroy), usable as inputs at once. With
+ * `done`, it returns once the execution is enqueued and *done receives its completion event
+ * (which the caller owns; it may be NULL); without, it waits until the execution has finished. */
 tpu_status tpu_pjrt_executable_run(const tpu_pjrt_executable *exe, size_t device,
                                    PJRT_Buffer *const *inputs, size_t input_count,
-                                   PJRT_Buffer **outputs, size_t output_count);
+                                   PJRT_Buffer **outputs, size_t output_count, PJRT_Event **done);
 
 /* The serialized compile options every executable is built with (*size bytes): part of what a
  * serialized executable depends on (drivers/pjrt/tpu_pjrt_disk_cache.h). */

@@ -17,6 +17,7 @@
   X(PJRT_Plugin_Initialize)                                                                        \
   X(PJRT_Event_Destroy)                                                                            \
   X(PJRT_Event_Await)                                                                              \
+  X(PJRT_Event_OnReady)                                                                            \
   X(PJRT_Client_Create)                                                                            \
   X(PJRT_Client_Destroy)                                                                           \
   X(PJRT_Client_AddressableDevices)                                                                \
