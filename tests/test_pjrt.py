@@ -8,9 +8,11 @@ import io
 import os
 import subprocess
 import sys
+import warnings
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 ON_PJRT = os.environ.get("TORCH_TPU_DRIVER") == "pjrt"
 pjrt_only = pytest.mark.skipif(not ON_PJRT, reason="runs in make pytest-pjrt")
@@ -99,13 +101,93 @@ def test_save_load_and_tied_weights() -> None:
 
 @pjrt_only
 def test_unlowered_ops_fall_back_counted_and_correct() -> None:
-    a = torch.randn(2, 3, 8)
+    # A grouped convolution's weight gradient is not lowered (the conv family refuses it): it
+    # runs on the host, the convolution itself on the device.
+    gen = torch.Generator().manual_seed(0)
+    x, w = torch.randn(2, 4, 6, 6, generator=gen), torch.randn(6, 2, 3, 3, generator=gen)
+    dy = torch.randn(2, 6, 4, 4, generator=gen)
+    dev_x, dev_w, dev_dy = x.to("tpu"), w.to("tpu").requires_grad_(True), dy.to("tpu")
+    cpu_w = w.clone().requires_grad_(True)
+    torch.tpu.synchronize()
     torch.tpu.reset_op_stats()
-    got = torch.nn.functional.max_pool1d(a.to("tpu"), 2).cpu()
-    torch.testing.assert_close(got, torch.nn.functional.max_pool1d(a, 2))
+    F.conv2d(dev_x, dev_w, groups=2).backward(dev_dy)
+    torch.tpu.synchronize()
     stats = torch.tpu.op_stats()
-    assert stats["driver_fallback"] == {"pool": 1}, stats  # ran on the host, and says so
+    assert stats["driver_fallback"] == {"conv_backward_weight": 1}, stats  # says so
     assert stats["fallback"] == {}
+    F.conv2d(x, cpu_w, groups=2).backward(dy)
+    torch.testing.assert_close(dev_w.grad.cpu(), cpu_w.grad)
+
+
+POOL_FORMS = {
+    "max": lambda t: F.max_pool2d(t, 2, return_indices=True),
+    "max, padded, dilated, ceil mode": lambda t: F.max_pool2d(
+        t, 3, 2, 1, dilation=2, ceil_mode=True, return_indices=True
+    ),
+    "average counting the padding": lambda t: F.avg_pool2d(t, 3, 2, 1),
+    "average, ceil mode, padding not counted": lambda t: F.avg_pool2d(
+        t, 3, 2, 1, ceil_mode=True, count_include_pad=False
+    ),
+    "average, divisor override": lambda t: F.avg_pool2d(t, 2, divisor_override=3),
+    "adaptive average, windows of varying size": lambda t: F.adaptive_avg_pool2d(t, (4, 3)),
+    "adaptive max": lambda t: F.adaptive_max_pool2d(t, (4, 3), return_indices=True),
+}
+
+
+@pjrt_only
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("form", POOL_FORMS)
+def test_pooling_runs_on_the_device(form: str, dtype: torch.dtype, eager_mode: str) -> None:
+    # Values, indices (the first of tied maxima, the last NaN of a window) and the input's
+    # gradient equal CPU's in float32, rounded (CPU's bfloat16 backward rounds at every add),
+    # with no call left to the host.
+    x = torch.randn(2, 3, 9, 8, generator=torch.Generator().manual_seed(0)).to(dtype)
+    x[0, 1, 2, :] = 0.5  # a row of ties
+    x[1, 0, 3, 3] = x[1, 0, 3, 5] = float("nan")
+    grad = torch.randn(2, 3, 9, 8, generator=torch.Generator().manual_seed(1)).to(dtype)
+    cpu, dev = x.float().clone().requires_grad_(True), x.to("tpu").requires_grad_(True)
+    torch.tpu.reset_op_stats()
+    want, got = POOL_FORMS[form](cpu), POOL_FORMS[form](dev)
+    want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
+    for w, g in zip(want, got, strict=True):
+        torch.testing.assert_close(g.cpu(), w.to(g.dtype), equal_nan=True)
+    dy = grad[tuple(slice(n) for n in want[0].shape)]  # as many as the output has
+    want[0].backward(dy.float())
+    got[0].backward(dy.to("tpu"))
+    torch.testing.assert_close(dev.grad.cpu(), cpu.grad.to(dtype))
+    assert torch.tpu.op_stats()["driver_fallback"] == {}
+
+
+@pjrt_only
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int32, torch.int64, torch.uint8], ids=str)
+def test_integer_division_runs_on_the_device(dtype: torch.dtype, eager_mode: str) -> None:
+    # Every sign combination, divisors of -1 and exact quotients, as CPU computes them.
+    info = torch.iinfo(dtype)
+    g = torch.Generator().manual_seed(3)
+    a = torch.randint(info.min, info.max, (96,), generator=g, dtype=torch.int64)
+    b = torch.randint(-9 if info.min < 0 else 1, 10, (96,), generator=g, dtype=torch.int64)
+    b[b == 0] = 3
+    a[:8] = torch.tensor([7, -7, 7, -7, 6, -6, 0, 5])
+    b[:8] = torch.tensor([2, 2, -2, -2, 3, -3, 4, -1 if info.min < 0 else 5])
+    a, b = a.to(dtype), b.to(dtype)
+    forms = {
+        "div_trunc": lambda x, y: torch.div(x, y, rounding_mode="trunc"),
+        "div_floor": lambda x, y: torch.div(x, y, rounding_mode="floor"),
+        "remainder": torch.remainder,
+        "fmod": torch.fmod,
+    }
+    dev_a, dev_b = a.to("tpu"), b.to("tpu")
+    torch.tpu.synchronize()
+    torch.tpu.reset_op_stats()
+    for name, fn in forms.items():
+        assert torch.equal(fn(dev_a, dev_b).cpu(), fn(a, b)), name
+        assert torch.equal(fn(dev_a, 3).cpu(), fn(a, 3)), name  # a scalar divisor
+    if info.min < 0:  # the smallest value over -1 wraps, as on the host driver (CPU traps)
+        low = torch.full((2,), info.min, dtype=dtype, device="tpu")
+        minus_one = torch.full((2,), -1, dtype=dtype, device="tpu")
+        assert forms["div_trunc"](low, minus_one).cpu().tolist() == [info.min] * 2
+        assert forms["fmod"](low, minus_one).cpu().tolist() == [0, 0]
+    assert torch.tpu.op_stats()["driver_fallback"] == {}
 
 
 RANDOM_SCRIPT = """
@@ -191,6 +273,115 @@ def test_nonzero_counts_on_the_device(dtype: torch.dtype, eager_mode: str) -> No
     assert torch.count_nonzero(x.to("tpu")).item() == torch.count_nonzero(x).item()
     assert torch.tpu.op_stats()["native"].get("nonzero_count", 0) >= 2
     assert "nonzero_count" not in torch.tpu.op_stats()["driver_fallback"]
+
+
+@pjrt_only
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
+def test_advanced_indexing_gathers_on_the_device(dtype: torch.dtype, eager_mode: str) -> None:
+    # Negative, int32 and broadcast indices, non-adjacent index tensors (moved to the front) and
+    # restrided selves: each x[indices] is one gather over self read whole.
+    x = (torch.arange(120).reshape(4, 5, 6) % 7 - 3).to(dtype)
+    rows, cols = torch.tensor([[0], [-1], [2]]), torch.tensor([4, -5, 1, 1])
+    forms = [
+        lambda t, d: t[torch.tensor([2, 0, -1, 2], device=d)],
+        lambda t, d: t[rows.to(d), cols.to(d)],  # broadcast together to [3, 4]
+        lambda t, d: t[:, torch.tensor([3, 0], dtype=torch.int32, device=d)],
+        lambda t, d: t[torch.tensor([1, 0], device=d), :, torch.tensor([5, -6], device=d)],
+        lambda t, d: t.transpose(0, 2)[::2, torch.tensor([1, 4], device=d)],
+        lambda t, d: torch.ops.aten.index(t[1:], [None, torch.tensor(-2, device=d)]),  # 0-d
+    ]
+    dev = x.to("tpu")
+    torch.tpu.reset_op_stats()
+    for form in forms:
+        assert torch.equal(form(dev, "tpu").cpu(), form(x, "cpu"))
+    assert torch.tpu.op_stats()["native"].get("index", 0) == len(forms)
+    assert torch.tpu.op_stats()["driver_fallback"] == {}
+
+
+@pjrt_only
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32, torch.bool])
+def test_index_put_scatters_on_the_device(dtype: torch.dtype, eager_mode: str) -> None:
+    x = (torch.arange(30).reshape(5, 6) % 4).to(dtype)
+    v = (torch.arange(24).reshape(4, 6) % 3 + 1).to(dtype)
+    idx = torch.tensor([4, -1, 0, 2])  # 4 and -1 name one row twice
+    dev = x.to("tpu")
+    torch.tpu.reset_op_stats()
+    # Accumulated: duplicates add (bool: or); the values are small integers, exact in any order.
+    got = dev.clone().index_put_((idx.to("tpu"),), v.to("tpu"), accumulate=True)
+    assert torch.equal(got.cpu(), x.clone().index_put_((idx,), v, accumulate=True))
+    # Assigned: PyTorch leaves duplicates undefined; the driver's contract is the last one wins,
+    # as on the host driver.
+    got = dev.clone().index_put_((idx.to("tpu"),), v.to("tpu"))
+    want = x.clone()
+    for i, row in enumerate(idx.tolist()):
+        want[row] = v[i]
+    assert torch.equal(got.cpu(), want)
+    # Two broadcast index tensors and one value; columns (B before I); a transposed self.
+    rows, cols = torch.tensor([[0], [3]]), torch.tensor([1, -2, 5])
+    got, want = dev.clone(), x.clone()
+    got[rows.to("tpu"), cols.to("tpu")] = torch.tensor(1, dtype=dtype, device="tpu")
+    want[rows, cols] = torch.tensor(1, dtype=dtype)
+    assert torch.equal(got.cpu(), want)
+    vals = (torch.arange(15).reshape(3, 5) % 4).to(dtype).t()  # [5, 3], transposed
+    got = torch.ops.aten.index_put_(dev.clone(), [None, cols.to("tpu")], vals.to("tpu"), True)
+    want = torch.ops.aten.index_put_(x.clone(), [None, cols], vals, True)
+    assert torch.equal(got.cpu(), want)
+    got, want = dev.clone(), x.clone()
+    got.t()[torch.tensor([5, 0], device="tpu")] = v[:2, :5].to("tpu")
+    want.t()[torch.tensor([5, 0])] = v[:2, :5]
+    assert torch.equal(got.cpu(), want)
+    assert torch.tpu.op_stats()["native"].get("index_put", 0) == 5
+    assert torch.tpu.op_stats()["driver_fallback"] == {}
+
+
+@pjrt_only
+def test_an_index_out_of_range_is_an_index_error(eager_mode: str) -> None:
+    # Checked on the device: the module's flag fails the call (in debug mode an IndexError at the
+    # call; otherwise the next synchronization raises, naming the op).
+    from _index_checks import expect_index_error
+
+    x = torch.zeros(3, 4, device="tpu")
+    torch.tpu.synchronize()
+    torch.tpu.reset_op_stats()
+    expect_index_error(eager_mode, lambda: x[torch.tensor([1, 3], device="tpu")], "index")
+    expect_index_error(eager_mode, lambda: x[:, torch.tensor([0, -5], device="tpu")], "index")
+    put = torch.ones(2, 4, device="tpu")
+    expect_index_error(
+        eager_mode,
+        lambda: x.index_put_((torch.tensor([0, 3], device="tpu"),), put, accumulate=True),
+        "index_put",
+    )
+    assert torch.tpu.op_stats()["driver_fallback"] == {}
+
+
+@pjrt_only
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32, torch.bool])
+def test_nonzero_and_masked_ops_run_on_the_device(dtype: torch.dtype, eager_mode: str) -> None:
+    # NaN is nonzero and -0.0 is not; outputs are sized by the count nonzero_count read first.
+    row = [0.0, -0.0, float("nan"), 2.0, 0.0, 1.0]
+    x = torch.tensor([row, row[::-1], [0.0] * 6, [-3.0, 0.0] * 3]).to(dtype)
+    mask = x != 0
+    dev, dmask = x.to("tpu"), mask.to("tpu")
+    src = torch.arange(1, 31).to(dtype)
+    same = dict(rtol=0, atol=0, equal_nan=True)
+    torch.tpu.reset_op_stats()
+    assert torch.equal(torch.nonzero(dev).cpu(), torch.nonzero(x))
+    assert torch.equal(torch.nonzero(dev.t()).cpu(), torch.nonzero(x.t()))
+    torch.testing.assert_close(torch.masked_select(dev, dmask).cpu(), x[mask], **same)
+    torch.testing.assert_close(
+        torch.masked_select(dev.t(), dmask.t()).cpu(), torch.masked_select(x.t(), mask.t()), **same
+    )
+    got = dev.clone().masked_scatter_(dmask, src.to("tpu"))
+    torch.testing.assert_close(got.cpu(), x.clone().masked_scatter_(mask, src), **same)
+    exact = src[: int(mask.sum())]  # a source of exactly as many elements as the mask sets
+    got = dev.t().clone().masked_scatter_(dmask.t(), exact.to("tpu"))
+    torch.testing.assert_close(got.cpu(), x.t().clone().masked_scatter_(mask.t(), exact), **same)
+    # An empty mask selects nothing (no call) and scatters nothing.
+    none = torch.zeros_like(dmask)
+    assert torch.masked_select(dev, none).numel() == 0
+    torch.testing.assert_close(dev.clone().masked_scatter_(none, src.to("tpu")).cpu(), x, **same)
+    assert torch.tpu.op_stats()["native"].get("masked_scatter", 0) == 3
+    assert torch.tpu.op_stats()["driver_fallback"] == {}
 
 
 CACHE_SCRIPT = (
@@ -402,3 +593,75 @@ def test_without_libtpu_a_tpu_device_node_keeps_the_host_driver(tmp_path, monkey
     clear_env(monkeypatch, "TORCH_TPU_PJRT_PLUGIN", "TORCH_TPU_DRIVER")
     _pjrt_plugin.hand_over()
     assert "TORCH_TPU_DRIVER" not in os.environ
+
+
+COMPLEX_DTYPES = [torch.complex64, torch.complex128]
+
+
+@pjrt_only
+@pytest.mark.parametrize("dtype", COMPLEX_DTYPES, ids=str)
+def test_complex_copies_run_on_the_device(dtype: torch.dtype, eager_mode: str) -> None:
+    # A complex storage holds its parts: copies between restrided complex views, to the other
+    # complex dtype, to and from real dtypes and through view_as_real equal CPU's exactly, with no
+    # call left to the host.
+    z = torch.randn(6, 10, dtype=dtype, generator=torch.Generator().manual_seed(0))
+    z[1, 2] = complex(float("nan"), -0.0)
+    ints = torch.arange(-30, 30, dtype=torch.int32).reshape(6, 10)
+    other = torch.complex128 if dtype == torch.complex64 else torch.complex64
+    torch.tpu.reset_op_stats()
+    dev = z.to("tpu")
+    into, want_into = torch.zeros(6, 20, dtype=dtype, device="tpu"), torch.zeros(6, 20, dtype=dtype)
+    into[:, 1::2].copy_(dev.t().t())
+    want_into[:, 1::2].copy_(z)
+    parts, want_parts = dev.clone(), z.clone()
+    torch.view_as_real(parts)[..., 1].mul_(2)  # the imaginary parts, as a float view
+    torch.view_as_real(want_parts)[..., 1].mul_(2)
+    checks = {
+        "round trip": (dev.cpu(), z),
+        "transposed, step-sliced": (dev.t()[::2].cpu(), z.t()[::2]),
+        "clone of a transposed view": (dev.t().clone().cpu(), z.t().clone()),
+        "to the other complex dtype": (dev[:, 1::2].to(other).cpu(), z[:, 1::2].to(other)),
+        "copy_ into a strided view": (into.cpu(), want_into),
+        "view_as_real written": (parts.cpu(), want_parts),
+        "view_as_real read": (torch.view_as_real(dev[1::2]).cpu(), torch.view_as_real(z[1::2])),
+        "resolved conjugate": (dev.conj().resolve_conj().cpu(), z.conj().resolve_conj()),
+        "to bool": (dev.to(torch.bool).cpu(), z.to(torch.bool)),
+        "from int32, transposed": (ints.to("tpu").t().to(dtype).cpu(), ints.t().to(dtype)),
+        "from float16": (z.real.half().to("tpu").to(dtype).cpu(), z.real.half().to(dtype)),
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # complex to real discards imaginary parts
+        checks["to float32, transposed"] = (dev.t().float().cpu(), z.t().float())
+        checks["to int64"] = (dev.to(torch.int64).cpu(), z.to(torch.int64))
+    for what, (got, want) in checks.items():
+        torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True, msg=what)
+    assert torch.tpu.op_stats()["driver_fallback"] == {}
+
+
+COMPLEX_PRODUCTS = {
+    "dot": lambda a, b, m, n: torch.dot(a, b),
+    "vdot": lambda a, b, m, n: torch.vdot(a, b),
+    "dot of strided vectors": lambda a, b, m, n: torch.dot(a[::2], b[1::2]),
+    "vdot of strided vectors": lambda a, b, m, n: torch.vdot(a[1::3], b[::3]),
+    "dot of a conjugate view": lambda a, b, m, n: torch.dot(a.conj(), b),
+    "dot of two conjugate views": lambda a, b, m, n: torch.dot(a.conj(), b.conj()),
+    "mm of a conjugate transpose": lambda a, b, m, n: torch.mm(m.mH, n),
+}
+
+
+@pjrt_only
+@pytest.mark.parametrize("dtype", COMPLEX_DTYPES, ids=str)
+@pytest.mark.parametrize("form", COMPLEX_PRODUCTS)
+def test_complex_dot_and_vdot_run_on_the_device(
+    form: str, dtype: torch.dtype, eager_mode: str
+) -> None:
+    # Four real products of the parts: CPU's within rounding (the sums run in another order).
+    g = torch.Generator().manual_seed(1)
+    a, b = torch.randn(96, dtype=dtype, generator=g), torch.randn(96, dtype=dtype, generator=g)
+    m, n = torch.randn(5, 7, dtype=dtype, generator=g), torch.randn(5, 4, dtype=dtype, generator=g)
+    dev = [t.to("tpu") for t in (a, b, m, n)]
+    torch.tpu.reset_op_stats()
+    got, want = COMPLEX_PRODUCTS[form](*dev), COMPLEX_PRODUCTS[form](a, b, m, n)
+    tol = {"rtol": 1e-5, "atol": 1e-5} if dtype == torch.complex64 else {}
+    torch.testing.assert_close(got.cpu().resolve_conj(), want.resolve_conj(), **tol)
+    assert torch.tpu.op_stats()["driver_fallback"] == {}

@@ -88,6 +88,7 @@ typedef struct op_case {
 #define F32(...) .dtype = TPU_FLOAT32, DIMS(__VA_ARGS__)
 #define F64(...) .dtype = TPU_FLOAT64, DIMS(__VA_ARGS__)
 #define C64(...) .dtype = TPU_COMPLEX64, DIMS(__VA_ARGS__)
+#define C128(...) .dtype = TPU_COMPLEX128, DIMS(__VA_ARGS__)
 #define ZERO_DIM(dtype_) .dtype = TPU_##dtype_, .ndim = 0
 
 #define TRANSPOSED .layout = LAYOUT_TRANSPOSED

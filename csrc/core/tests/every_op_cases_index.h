@@ -2,8 +2,9 @@
  * end first. Indices lie in range (negative ones where the op wraps them); duplicates are kept,
  * since every op resolves them in a fixed order. Several calls view one storage through several
  * tensors, as their binding does: index_add/copy/fill spread a 1-d index with stride 0, INDEX and
- * INDEX_PUT read self's storage through restrided and "along" views. The mask-driven ops' output
- * sizes follow from EVERY(k) patterns: k | n elements, n / k of them set. */
+ * INDEX_PUT read self's storage through restrided and "along" views (broadcast and negative
+ * indices, duplicates assigned and accumulated). The mask-driven ops' output sizes follow from
+ * EVERY(k) patterns: k | n elements, n / k of them set. */
 #ifndef EVERY_OP_CASES_INDEX_H
 #define EVERY_OP_CASES_INDEX_H
 
@@ -59,14 +60,58 @@ static const op_case index_cases[] = {
      .scalars = {{.i = 0}, {.i = 0}},
      .tensors = {{I64(5, 8), VIEW(0, 0, 0)}, {I64(5), RANGE(0, 6)}, {I64(6), VIEW(0, 8), ALIAS(4)},
                  {I64(5)}, {I64(5, 8), VIEW(0, 0, 1), STORAGE(48)}}},
+    /* x.permute(1, 0, 2)[i, j] of x [7, 5, 3] with i [4, 1] and j [1, 6] broadcast together
+     * (stride 0), both wrapping negative indices: I [4, 6], A [3], self restrided */
+    {CASE(INDEX, "bfloat16, broadcast index tensors over a permuted self", 5, 2),
+     .scalars = {{.i = 0}},
+     .tensors = {{BF16(4, 6, 3), VIEW(0, 0, 0, 1), STORAGE(105)}, {I64(4, 6), VIEW(0, 1, 0),
+                 RANGE(-5, 5)}, {I32(4, 6), VIEW(0, 0, 1), RANGE(-7, 7)},
+                 {BF16(5), VIEW(0, 3), ALIAS(0)}, {BF16(7), VIEW(0, 15), ALIAS(0)}, {I64(4, 6)},
+                 {BF16(4, 6, 3)}}},
+    /* x[:, ::2][:, i] of x [6, 10, 4] with i [3, 2]: B [6], I [3, 2], A [4] */
+    {CASE(INDEX, "int32 along the middle of a step slice", 3, 2), .scalars = {{.i = 1}},
+     .tensors = {{I32(6, 3, 2, 4), VIEW(0, 40, 0, 0, 1), STORAGE(240)},
+                 {I64(3, 2), RANGE(-5, 5)}, {I32(5), VIEW(0, 8), ALIAS(0)}, {I64(3, 2)},
+                 {I32(6, 3, 2, 4)}}},
+    /* x[i] of x [5, 3] with a 0-d i: I [], A [3] */
+    {CASE(INDEX, "float64 by a 0-d index", 3, 2), .scalars = {{.i = 0}},
+     .tensors = {{F64(3), VIEW(0, 1), STORAGE(15)}, {ZERO_DIM(INT64), RANGE(-5, 5)},
+                 {F64(5), VIEW(0, 3), ALIAS(0)}, {ZERO_DIM(INT64)}, {F64(3)}}},
+    /* x.t()[:, i] += v of x [8, 5] with i [40] (many duplicates): B [5], I [40] */
+    {CASE(INDEX_PUT, "float32 accumulating duplicates along a transposed self's columns", 3, 2),
+     .scalars = {{.i = 1}, {.i = 1}},
+     .tensors = {{F32(5, 40)}, {I64(40), RANGE(-8, 8)}, {F32(8), VIEW(0, 5), ALIAS(4)},
+                 {I64(40)}, {F32(5, 40), VIEW(0, 1, 0), STORAGE(40)}}},
+    /* x[i, j] = v of x [6, 7] with i, j [10]: duplicates, the last one wins */
+    {CASE(INDEX_PUT, "bfloat16 assignments to duplicates by two index tensors", 5, 2),
+     .scalars = {{.i = 0}, {.i = 0}},
+     .tensors = {{BF16(10)}, {I64(10), RANGE(-6, 6)}, {I32(10), RANGE(0, 3)},
+                 {BF16(6), VIEW(0, 7), ALIAS(6)}, {BF16(7), VIEW(0, 1), ALIAS(6)}, {I64(10)},
+                 {BF16(10), VIEW(0, 0), STORAGE(42)}}},
+    {CASE(INDEX_PUT, "bfloat16 accumulating duplicates", 3, 2), .scalars = {{.i = 0}, {.i = 1}},
+     .tensors = {{BF16(30, 3)}, {I64(30), RANGE(0, 4)}, {BF16(4), VIEW(0, 3), ALIAS(4)},
+                 {I64(30)}, {BF16(30, 3), VIEW(0, 0, 1), STORAGE(12)}}},
+    {CASE(INDEX_PUT, "bool accumulating (a logical or)", 3, 2), .scalars = {{.i = 0}, {.i = 1}},
+     .tensors = {{BOOL_(9, 6)}, {I64(9), RANGE(0, 4)}, {BOOL_(4), VIEW(0, 6), ALIAS(4)},
+                 {I64(9)}, {BOOL_(9, 6), VIEW(0, 0, 1), STORAGE(24)}}},
     {CASE(NONZERO_COUNT, "float32", 1, 1),
      .tensors = {{F32(10, 12), EVERY(3)}, {ZERO_DIM(INT64)}}},
     {CASE(NONZERO, "int32 into transposed coordinates", 1, 1),
      .tensors = {{I32(6, 8), EVERY(3)}, {I64(16, 2), TRANSPOSED}}},
+    {CASE(NONZERO, "bool, 3-d", 1, 1), .tensors = {{BOOL_(4, 5, 6), EVERY(5)}, {I64(24, 3)}}},
+    {CASE(NONZERO, "float32, 1-d", 1, 1), .tensors = {{F32(40), EVERY(4)}, {I64(10, 1)}}},
     {CASE(MASKED_SELECT, "float32", 2, 1),
      .tensors = {{F32(6, 8)}, {BOOL_(6, 8), EVERY(4)}, {F32(12)}}},
+    {CASE(MASKED_SELECT, "int64 transposed, through a uint8 mask", 2, 1),
+     .tensors = {{I64(8, 6), TRANSPOSED}, {U8(8, 6), EVERY(3)}, {I64(16)}}},
+    {CASE(MASKED_SELECT, "bool", 2, 1),
+     .tensors = {{BOOL_(5, 4)}, {BOOL_(5, 4), EVERY(2)}, {BOOL_(10)}}},
     {CASE(MASKED_SCATTER, "bfloat16 from a longer source", 2, 1),
      .tensors = {{U8(5, 10), EVERY(2)}, {BF16(30)}, {BF16(5, 10)}}},
+    {CASE(MASKED_SCATTER, "float32 from an exact source into a strided self", 2, 1),
+     .tensors = {{BOOL_(4, 7), EVERY(2)}, {F32(14)}, {F32(4, 7), STRIDED}}},
+    {CASE(MASKED_SCATTER, "int16 from a 2-d source into a transposed self", 2, 1),
+     .tensors = {{BOOL_(3, 10), EVERY(5)}, {I16(2, 4)}, {I16(3, 10), TRANSPOSED}}},
     {CASE(TRILU, "float32 triu above the diagonal", 1, 1), .scalars = {{.i = 1}, {.i = 1}},
      .tensors = {{F32(3, 7, 9)}, {F32(3, 7, 9)}}},
     {CASE(TRILU, "int64 tril in place", 1, 1), .scalars = {{.i = -2}, {.i = 0}},

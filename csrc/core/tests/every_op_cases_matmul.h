@@ -1,7 +1,8 @@
 /* Cases of the matmul family (ops/tpu_ops_matmul.h has the call layout): every op is one batched
  * GEMM A [b, m, k] @ B [b, k, n] (+ beta C), so the cases vary what the ops share: dtypes (the
  * packed float32 and bfloat16 kernels, the float64 and complex paths, integers), transposed and
- * strided operands, a broadcast bias row, summed batches and a conjugated dot. */
+ * strided operands, a broadcast bias row, summed batches, conjugated operands and complex alpha
+ * and beta. */
 #ifndef EVERY_OP_CASES_MATMUL_H
 #define EVERY_OP_CASES_MATMUL_H
 
@@ -32,6 +33,21 @@ static const op_case matmul_cases[] = {
     {CASE(DOT, "complex64 with A conjugated (vdot)", 2, 1),
      .scalars = {{.f = 1}, {.f = 0}, {.f = 0}, {.f = 0}, {.i = TPU_GEMM_CONJ_A}},
      .tensors = {{C64(1, 1, 40)}, {C64(1, 40, 1)}, {C64(1, 1, 1)}}},
+    {CASE(DOT, "complex64 strided vectors", 2, 1), .scalars = {{.f = 1}, {.f = 0}},
+     .tensors = {{C64(1, 1, 30), STRIDED}, {C64(1, 30, 1), VIEW(1, 0, 3, 0)}, {C64(1, 1, 1)}}},
+    {CASE(DOT, "complex128 with B conjugated", 2, 1),
+     .scalars = {{.f = 1}, {.f = 0}, {.f = 0}, {.f = 0}, {.i = TPU_GEMM_CONJ_B}},
+     .tensors = {{C128(1, 1, 50)}, {C128(1, 50, 1), STRIDED}, {C128(1, 1, 1)}}},
+    {CASE(MM, "complex64, A transposed, complex alpha", 2, 1),
+     .scalars = {{.f = 0.5}, {.f = 0}, {.f = 2}, {.f = 0}},
+     .tensors = {{C64(1, 9, 12), TRANSPOSED}, {C64(1, 12, 7)}, {C64(1, 9, 7)}}},
+    {CASE(ADDMM, "complex128, complex alpha and beta, a broadcast bias row", 3, 1),
+     .scalars = {{.f = 1.5}, {.f = -0.5}, {.f = 0.25}, {.f = 2}},
+     .tensors = {{C128(1, 5, 7)}, {C128(1, 7, 4), TRANSPOSED}, {C128(1, 5, 4), VIEW(0, 0, 0, 1)},
+                 {C128(1, 5, 4)}}},
+    {CASE(ADDBMM, "complex64, batches summed, beta 0 leaves C's NaNs unread", 3, 1),
+     .scalars = {{.f = 1}, {.f = 0}},
+     .tensors = {{C64(3, 4, 6)}, {C64(3, 6, 5)}, {C64(1, 4, 5), SPECIAL}, {C64(1, 4, 5)}}},
 };
 
 #endif

@@ -282,19 +282,31 @@ static tpu_op_call *build_call(const op_case *c, unsigned char *const *host,
 /* True when the driver computes with kernels of its own (pjrt: XLA's), not the host's. */
 static bool own_kernels;
 
+/* The dtype of a complex dtype's parts (the dtype itself for others). */
+static tpu_dtype part_dtype(tpu_dtype dtype) {
+  return dtype == TPU_COMPLEX64 ? TPU_FLOAT32 : dtype == TPU_COMPLEX128 ? TPU_FLOAT64 : dtype;
+}
+
 /* Whether the driver's element matches the reference's: bit for bit for every dtype on drivers
  * that run the host's kernels. A driver with kernels of its own rounds its own way in floating
  * dtypes (other transcendental functions, summation orders, fused multiply-adds): there an
  * element matches within a tolerance of a few units in the dtype's last place relative to the
  * larger of its own magnitude and `scale`, the largest finite magnitude in its storage (an element
  * of a sum of many terms, as in a matmul or attention, carries rounding of the terms' size even
- * when it cancels to a small value); NaN matches NaN, and infinities and every other dtype match
- * exactly. */
+ * when it cancels to a small value), and a complex element where both its parts match so; NaN
+ * matches NaN, and infinities and every other dtype match exactly. */
 static bool element_matches(tpu_dtype dtype, const void *expected, const void *actual,
                             double scale) {
   if (memcmp(expected, actual, tpu_dtype_size(dtype)) == 0)
     return true;
-  if (!own_kernels || !tpu_dtype_is_floating(dtype) || tpu_dtype_is_complex(dtype))
+  if (own_kernels && tpu_dtype_is_complex(dtype)) {
+    tpu_dtype part = part_dtype(dtype);
+    size_t size = tpu_dtype_size(part);
+    return element_matches(part, expected, actual, scale) &&
+           element_matches(part, (const char *)expected + size, (const char *)actual + size,
+                           scale);
+  }
+  if (!own_kernels || !tpu_dtype_is_floating(dtype))
     return false;
   double tol = dtype == TPU_FLOAT64 ? 1e-9 : dtype == TPU_FLOAT32 ? 2e-5
                : dtype == TPU_FLOAT16 ? 2e-3 : 1.6e-2;
@@ -306,10 +318,15 @@ static bool element_matches(tpu_dtype dtype, const void *expected, const void *a
   return fabs(a - e) <= tol * (1 + fmax(fabs(e), scale));
 }
 
-/* The largest finite magnitude among `n` elements of a floating storage (0 for other dtypes). */
+/* The largest finite magnitude among `n` elements of a floating storage, or among the parts of a
+ * complex one (0 for other dtypes). */
 static double largest_magnitude(tpu_dtype dtype, const unsigned char *data, int64_t n) {
   double largest = 0;
-  if (!tpu_dtype_is_floating(dtype) || tpu_dtype_is_complex(dtype))
+  if (tpu_dtype_is_complex(dtype)) {
+    dtype = part_dtype(dtype);
+    n *= 2;
+  }
+  if (!tpu_dtype_is_floating(dtype))
     return 0;
   for (int64_t i = 0; i < n; i++) {
     double v = fabs(tpu_real_load((const char *)data + i * (int64_t)tpu_dtype_size(dtype), dtype));
@@ -402,7 +419,7 @@ static void compare_outputs(const op_case *c, const case_memory *m, run_mode mod
   for (int o = 0; o < CASE_MAX_TENSORS; o++) {
     if (!m->bytes[o] || !is_output_storage(c, o))
       continue;
-    tpu_dtype dtype = c->tensors[o].dtype;
+    tpu_dtype dtype = c->tensors[o].dtype, shown = part_dtype(dtype); /* complex: real parts */
     size_t size = tpu_dtype_size(dtype);
     int64_t differ = 0, first = -1;
     double scale = largest_magnitude(dtype, m->expected[o], m->elements[o]);
@@ -414,8 +431,8 @@ static void compare_outputs(const op_case *c, const case_memory *m, run_mode mod
       case_failed(c, "%s: %lld of %lld elements of tensor %d's storage differ from the reference, "
                      "the first at element %lld (%.17g, want %.17g)", mode_names[mode],
                   (long long)differ, (long long)m->elements[o], o, (long long)first,
-                  tpu_real_load((const char *)m->actual[o] + first * size, dtype),
-                  tpu_real_load((const char *)m->expected[o] + first * size, dtype));
+                  tpu_real_load((const char *)m->actual[o] + first * size, shown),
+                  tpu_real_load((const char *)m->expected[o] + first * size, shown));
   }
 }
 

@@ -3,8 +3,11 @@
  * calls give equal text whatever their runtime scalars (the executable cache's key); a bounds
  * check becomes a flag result; losses, embedding backward, attention, random draws, convolutions
  * and batch norm lower; a run drops the storages it is told to and knows when it fits one module; the NaN scan lowers;
- * calls the driver cannot lower are refused up front. Under the sanitizers this covers the emitter's string
- * building and view arithmetic. With TORCH_TPU_PJRT_PLUGIN set, each module also compiles. */
+ * advanced indexing reads self whole and nonzero compacts through a running sum; calls the driver
+ * cannot lower are refused up front; pooling lowers to windows; complex copies and matmuls lower
+ * on their parts. Under the sanitizers this covers
+ * the emitter's string building and view arithmetic. With TORCH_TPU_PJRT_PLUGIN set, each module
+ * also compiles. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -145,10 +148,10 @@ static void test_families(void) {
   copy->tensors[0] = matrix(a, TPU_FLOAT64, ROWS, COLS, COLS, 1, 0);
   copy->tensors[1] = matrix(b, TPU_BOOL, ROWS, COLS, 1, ROWS, 0);
   free(lower(copy, 2, 1));
-  /* Overlapping views and complex dtypes are the fallback's. */
+  /* Overlapping views are the fallback's, and so are copies between views of other sizes. */
   copy->tensors[0] = matrix(a, TPU_FLOAT32, ROWS, COLS, 2, 1, 0);
   CHECK(!tpu_pjrt_lowerable(copy));
-  copy->tensors[0] = matrix(a, TPU_COMPLEX64, ROWS, 2, 2, 1, 0);
+  copy->tensors[0] = matrix(a, TPU_FLOAT64, ROWS, 1, 1, 0, 0);
   CHECK(!tpu_pjrt_lowerable(copy));
   tpu_op_call_free(mm);
   tpu_op_call_free(sum);
@@ -314,6 +317,58 @@ static void test_convolutions_and_batch_norm(void) {
     tpu_buffer_release_storage(all[i]);
 }
 
+/* Pooling lowers to windows: max pooling's pairs of values and positions, its backward a
+ * scatter behind a bounds check, average pooling's backward a spread (padding) summed in windows,
+ * adaptive windows of varying size as masks. A call the host kernel refuses is the fallback's. */
+static void test_pooling(void) {
+  tpu_buffer *x = NULL, *y = NULL, *idx = NULL;
+  CHECK_OK(tpu_buffer_create(0, 0, 2 * 3 * 7 * 7 * sizeof(float), &x)); /* [2, 3, 7, 7] */
+  CHECK_OK(tpu_buffer_create(0, 0, 2 * 3 * 4 * 4 * sizeof(float), &y)); /* [2, 3, 4, 4] */
+  CHECK_OK(tpu_buffer_create(0, 0, 2 * 3 * 4 * 4 * sizeof(int64_t), &idx));
+  tpu_buffer *all[3] = {x, y, idx};
+  give_buffers(all, 3);
+  tpu_tensor tx = nchw(x, 2, 3, 7, 7), ty = nchw(y, 2, 3, 4, 4), ti = nchw(idx, 2, 3, 4, 4);
+  ti.dtype = TPU_INT64;
+  tpu_op_call *pool = tpu_op_call_new(TPU_OP_POOL, 1, 2);
+  tpu_op_call *grad = tpu_op_call_new(TPU_OP_POOL_BACKWARD, 2, 1);
+  const tpu_tensor forward[3] = {tx, ty, ti}, backward[3] = {ty, ti, tx};
+  for (int i = 0; i < 3; i++) {
+    pool->tensors[i] = forward[i];
+    grad->tensors[i] = backward[i];
+  }
+  tpu_op_call *calls[2] = {pool, grad};
+  for (int k = 0; k < 2; k++) { /* kernel 3, stride 2, padding 1, dilation 1, max */
+    calls[k]->scalars[0].u = tpu_conv_pack(1, 3, 3);
+    calls[k]->scalars[1].u = tpu_conv_pack(1, 2, 2);
+    calls[k]->scalars[2].u = tpu_conv_pack(0, 1, 1);
+    calls[k]->scalars[3].u = tpu_conv_pack(1, 1, 1);
+  }
+  char *text = lower(pool, 1, 2); /* x in; y and the indices out */
+  CHECK(text && strstr(text, "stablehlo.reduce_window") && strstr(text, "tensor<2x3x4x4xi64>"));
+  free(text);
+  text = lower(grad, 2, 2); /* dy and the indices in; dx and the bounds flag out */
+  CHECK(text && strstr(text, "stablehlo.scatter") && !strstr(text, "tf.aliasing_output"));
+  free(text);
+  grad->n_inputs = 1; /* average pooling's backward: dy in, dx out */
+  grad->tensors[1] = tx;
+  grad->scalars[4].u = TPU_POOL_AVG | TPU_POOL_COUNT_PAD;
+  text = lower(grad, 1, 1);
+  CHECK(text && strstr(text, "stablehlo.pad") && strstr(text, "stablehlo.reduce_window"));
+  free(text);
+  pool->n_outputs = 1; /* adaptive average pooling from 7 to 4: windows of 2 and 3 */
+  pool->scalars[4].u = TPU_POOL_ADAPTIVE_AVG;
+  text = lower(pool, 1, 1);
+  CHECK(text && strstr(text, "stablehlo.reduce_window") && strstr(text, "tensor<2x3x4x7x7xf32>"));
+  free(text);
+  pool->scalars[4].u = TPU_POOL_AVG;
+  pool->scalars[0].u = tpu_conv_pack(1, 0, 3); /* a kernel of 0: the host reports the error */
+  CHECK(!tpu_pjrt_lowerable(pool));
+  tpu_op_call_free(pool);
+  tpu_op_call_free(grad);
+  for (int i = 0; i < 3; i++)
+    tpu_buffer_release_storage(all[i]);
+}
+
 /* A run of two calls where the second reads the first's result: dropping the intermediate's
  * storage leaves one result; a run whose outputs outnumber a module's results does not fit; the
  * NaN scan lowers to one flag. */
@@ -385,6 +440,103 @@ static void test_runs_drop_and_fit(void) {
   }
 }
 
+/* Advanced indexing reads and writes self whole, through the view its restrided operand and 1-d
+ * views make, and checks its indices; nonzero's output, sized by the call, comes from a running
+ * sum and a scatter, with its count checked; a self whose indexed dimension is expanded is not
+ * written in place. */
+static void test_advanced_and_masked_indexing(void) {
+  tpu_buffer *x = NULL, *idx = NULL, *offsets = NULL, *out = NULL;
+  CHECK_OK(tpu_buffer_create(0, 0, ROWS * COLS * sizeof(float), &x));
+  CHECK_OK(tpu_buffer_create(0, 0, 4 * sizeof(int64_t), &idx));
+  CHECK_OK(tpu_buffer_create(0, 0, 4 * sizeof(int64_t), &offsets));
+  CHECK_OK(tpu_buffer_create(0, 0, 4 * ROWS * sizeof(float), &out));
+  tpu_buffer *all[4] = {x, idx, offsets, out};
+  give_buffers(all, 4);
+  /* x.t()[i] of x [ROWS, COLS] with i [4]: I [4], A [ROWS]; self is x.t(), [COLS, ROWS] */
+  tpu_op_call *index = tpu_op_call_new(TPU_OP_INDEX, 3, 2);
+  index->tensors[0] = matrix(x, TPU_FLOAT32, 4, ROWS, 0, COLS, 0);
+  index->tensors[1] = vector(idx, TPU_INT64, 4);
+  index->tensors[2] = vector(x, TPU_FLOAT32, COLS);
+  index->tensors[3] = vector(offsets, TPU_INT64, 4);
+  index->tensors[4] = matrix(out, TPU_FLOAT32, 4, ROWS, ROWS, 1, 0);
+  char *text = lower(index, 2, 3); /* x and i in; offsets, out and the bounds flag out */
+  CHECK(text && strstr(text, "stablehlo.gather") && strstr(text, "tensor<8x6xf32>"));
+  free(text);
+  /* x.t()[i] += v, v in out's storage */
+  tpu_op_call *put = tpu_op_call_new(TPU_OP_INDEX_PUT, 3, 2);
+  put->tensors[0] = index->tensors[4];
+  put->tensors[1] = index->tensors[1];
+  put->tensors[2] = index->tensors[2];
+  put->tensors[3] = index->tensors[3];
+  put->tensors[4] = index->tensors[0];
+  put->scalars[1].i = 1;
+  text = lower(put, 3, 3); /* v, i and x in; offsets, x and the flag out, x not donated */
+  CHECK(text && strstr(text, "stablehlo.scatter") && !strstr(text, "tf.aliasing_output"));
+  free(text);
+  put->tensors[2].strides[0] = 0; /* self expanded along its indexed dimension */
+  CHECK(!tpu_pjrt_lowerable(put));
+  tpu_op_call *nonzero = tpu_op_call_new(TPU_OP_NONZERO, 1, 1);
+  nonzero->tensors[0] = matrix(x, TPU_FLOAT32, ROWS, COLS, COLS, 1, 0);
+  nonzero->tensors[1] = matrix(out, TPU_INT64, 5, 2, 1, 5, 0); /* column-major, as PyTorch's */
+  text = lower(nonzero, 2, 2); /* x and out (written in part) in; out and the count's check out */
+  CHECK(text && strstr(text, "stablehlo.reduce_window") && strstr(text, "stablehlo.scatter"));
+  free(text);
+  tpu_op_call_free(index);
+  tpu_op_call_free(put);
+  tpu_op_call_free(nonzero);
+  for (int i = 0; i < 4; i++)
+    tpu_buffer_release_storage(all[i]);
+}
+
+/* A complex view reads and writes as its parts (a last dimension of 2): copies convert to and
+ * from complex dtypes, a storage a complex view writes whole becomes an array of its parts, and
+ * a dot of strided, conjugated vectors is four real dots; other ops on complex numbers are the
+ * fallback's. The storages hold bytes when a plugin is there, so their views are bitcast. */
+static void test_complex(void) {
+  tpu_buffer *a = NULL, *b = NULL, *c = NULL;
+  CHECK_OK(tpu_buffer_create(0, 0, ROWS * COLS * 8, &a));  /* ROWS x COLS complex64 */
+  CHECK_OK(tpu_buffer_create(0, 0, ROWS * COLS * 16, &b)); /* ROWS x COLS complex128 */
+  CHECK_OK(tpu_buffer_create(0, 0, 8, &c));                /* one complex64 */
+  tpu_buffer *all[3] = {a, b, c};
+  give_buffers(all, 3);
+  tpu_op_call *copy = tpu_op_call_new(TPU_OP_COPY, 1, 1);
+  copy->tensors[0] = matrix(a, TPU_COMPLEX64, COLS, ROWS, 1, COLS, 0); /* transposed */
+  copy->tensors[1] = matrix(b, TPU_COMPLEX128, COLS, ROWS, ROWS, 1, 0);
+  char *text = lower(copy, 1, 1); /* a in; b, written whole, out as float64 parts */
+  CHECK(text && strstr(text, "-> (tensor<96xf64>"));
+  free(text);
+  copy->tensors[0] = matrix(b, TPU_BOOL, COLS, ROWS, ROWS, 1, 0);
+  copy->tensors[1] = matrix(a, TPU_COMPLEX64, COLS, ROWS, 1, COLS, 0);
+  free(lower(copy, 2, 1)); /* b and a (written out of order) in; a out */
+  copy->tensors[0] = matrix(b, TPU_COMPLEX128, ROWS / 2, COLS / 2, 2 * COLS, 2, 16); /* steps */
+  copy->tensors[1] = matrix(a, TPU_INT16, ROWS / 2, COLS / 2, COLS / 2, 1, 0);
+  free(lower(copy, 2, 1)); /* the real parts; a, written in part, in */
+  tpu_op_call *dot = tpu_op_call_new(TPU_OP_DOT, 2, 1);
+  tpu_tensor x = {.buf = a, .dtype = TPU_COMPLEX64, .ndim = 3, .sizes = {1, 1, ROWS},
+                  .strides = {0, 0, 2}};
+  tpu_tensor y = {.buf = a, .dtype = TPU_COMPLEX64, .ndim = 3, .offset = 8,
+                  .sizes = {1, ROWS, 1}, .strides = {0, 2, 0}};
+  tpu_tensor out = {.buf = c, .dtype = TPU_COMPLEX64, .ndim = 3, .sizes = {1, 1, 1}};
+  dot->tensors[0] = x;
+  dot->tensors[1] = y;
+  dot->tensors[2] = out;
+  dot->scalars[0].f = 1;
+  dot->scalars[4].i = TPU_GEMM_CONJ_A;
+  text = lower(dot, 3, 1); /* a and alpha's two parts in; c out */
+  CHECK(text && strstr(text, "stablehlo.dot_general") && strstr(text, "stablehlo.negate"));
+  free(text);
+  tpu_op_call *add = tpu_op_call_new(TPU_OP_ADD, 2, 1);
+  add->compute = TPU_COMPLEX64;
+  for (int i = 0; i < 3; i++)
+    add->tensors[i] = matrix(a, TPU_COMPLEX64, ROWS, COLS, COLS, 1, 0);
+  CHECK(!tpu_pjrt_lowerable(add));
+  tpu_op_call_free(copy);
+  tpu_op_call_free(dot);
+  tpu_op_call_free(add);
+  for (int i = 0; i < 3; i++)
+    tpu_buffer_release_storage(all[i]);
+}
+
 int main(void) {
   TEST_MAIN_BEGIN();
   const char *path = tpu_env_get("TORCH_TPU_PJRT_PLUGIN");
@@ -396,5 +548,8 @@ int main(void) {
   RUN_TEST(test_losses_and_attention);
   RUN_TEST(test_runs_drop_and_fit);
   RUN_TEST(test_convolutions_and_batch_norm);
+  RUN_TEST(test_pooling);
+  RUN_TEST(test_advanced_and_masked_indexing);
+  RUN_TEST(test_complex);
   TEST_MAIN_END();
 }

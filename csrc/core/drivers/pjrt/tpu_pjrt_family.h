@@ -1,8 +1,9 @@
 /* An op family with its own StableHLO emitter for calls of several operands and outputs (index
- * ops, norms, losses, attention, random draws, recurrent cells, convolutions, batch norm, the
- * reductions that pick or test elements and those computing statistics, the gradient scaler).
- * The lowering (drivers/pjrt/tpu_pjrt_lower.c) reads the present inputs from their views, calls
- * emit, and writes each present output, rounded to its dtype. */
+ * ops, advanced and masked indexing, norms, losses, attention, random draws, recurrent cells,
+ * convolutions, pooling, batch norm, the reductions that pick or test elements and those computing
+ * statistics, the gradient scaler). The lowering (drivers/pjrt/tpu_pjrt_lower.c) reads the
+ * present inputs from their views (or those the family names), calls emit, and writes each
+ * present output, rounded to its dtype. */
 #ifndef TPU_PJRT_FAMILY_H
 #define TPU_PJRT_FAMILY_H
 
@@ -13,8 +14,9 @@
 #include "drivers/pjrt/tpu_pjrt_lower_elementwise.h"
 #include "ops/tpu_op.h"
 
-/* Operands and outputs one family call may have. */
-#define TPU_PJRT_FAMILY_MAX_IN 8
+/* Operands and outputs one family call may have: INDEX has self, then an index and a view of
+ * its dimension per indexed dimension. */
+#define TPU_PJRT_FAMILY_MAX_IN (2 * TPU_MAX_DIMS + 1)
 #define TPU_PJRT_FAMILY_MAX_OUT 5
 
 typedef struct tpu_pjrt_family {
@@ -26,9 +28,13 @@ typedef struct tpu_pjrt_family {
   /* Whether present output k is also read (running statistics updated in place): its contents
    * before the call are then in[n_inputs + k]. NULL: no output is. */
   bool (*reads_output)(const tpu_op_call *call, int k);
+  /* Whether present tensor i of a supported call is read (and written) through another view of
+   * its storage, *t, than its own (INDEX and INDEX_PUT carry self restrided, stride 0 across the
+   * indexed positions, and read it whole). NULL: every tensor through its own view. */
+  bool (*view)(const tpu_op_call *call, int i, tpu_tensor *t);
   /* out[k], the value of each present output k (in any floating or integer type), from in[i], the
-   * present inputs as read from their views. *bad receives a uint8 scalar flag, nonzero when the
-   * input was invalid, when the call checks (message says so). */
+   * present inputs as read from their views (or view's). *bad receives a uint8 scalar flag,
+   * nonzero when the input was invalid, when the call checks (message says so). */
   void (*emit)(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
                tpu_pjrt_scalar_fn scalar, void *ctx, tpu_hlo_value *out, tpu_hlo_value *bad);
   /* Whether the call checks its input: then buf receives the error of a run whose flag is set,
@@ -37,6 +43,8 @@ typedef struct tpu_pjrt_family {
 } tpu_pjrt_family;
 
 extern const tpu_pjrt_family tpu_pjrt_index_family;     /* tpu_pjrt_lower_index.c */
+extern const tpu_pjrt_family tpu_pjrt_advanced_index_family; /* tpu_pjrt_lower_index_advanced.c */
+extern const tpu_pjrt_family tpu_pjrt_mask_family;      /* tpu_pjrt_lower_mask.c */
 extern const tpu_pjrt_family tpu_pjrt_trilu_family;     /* tpu_pjrt_lower_index.c */
 extern const tpu_pjrt_family tpu_pjrt_norm_family;      /* tpu_pjrt_lower_norm.c */
 extern const tpu_pjrt_family tpu_pjrt_nn_family;        /* tpu_pjrt_lower_nn.c */
@@ -45,6 +53,7 @@ extern const tpu_pjrt_family tpu_pjrt_attention_family; /* tpu_pjrt_lower_attent
 extern const tpu_pjrt_family tpu_pjrt_random_family;    /* tpu_pjrt_lower_random.c */
 extern const tpu_pjrt_family tpu_pjrt_rnn_family;       /* tpu_pjrt_lower_rnn.c */
 extern const tpu_pjrt_family tpu_pjrt_conv_family;      /* tpu_pjrt_lower_conv.c */
+extern const tpu_pjrt_family tpu_pjrt_pool_family;      /* tpu_pjrt_lower_pool.c */
 extern const tpu_pjrt_family tpu_pjrt_batch_norm_family; /* tpu_pjrt_lower_norm_batch.c */
 extern const tpu_pjrt_family tpu_pjrt_reduce_pick_family; /* tpu_pjrt_lower_reduce_pick.c */
 extern const tpu_pjrt_family tpu_pjrt_reduce_stats_family; /* tpu_pjrt_lower_reduce_stats.c */

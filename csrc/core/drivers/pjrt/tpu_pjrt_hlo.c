@@ -354,23 +354,31 @@ static const char *zero_literal(tpu_hlo_elem e) {
   return e == TPU_BOOL ? "false" : tpu_dtype_is_floating(e) ? "0.0" : "0";
 }
 
-tpu_hlo_value tpu_hlo_pad_end(tpu_hlo *h, tpu_hlo_value x, int64_t length) {
-  if (x.dims[0] == length)
-    return x;
-  tpu_hlo_value zero = tpu_hlo_constant(h, x.elem, zero_literal(x.elem));
-  int64_t low = 0, high = length - x.dims[0], interior = 0;
-  tpu_hlo_value r = new_value(h, x.elem, 1, &length);
-  const tpu_hlo_value *ops[] = {&x, &zero};
+tpu_hlo_value tpu_hlo_pad(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value value, const int64_t *low,
+                          const int64_t *high, const int64_t *interior) {
+  int64_t dims[TPU_MAX_DIMS + 1];
+  for (int i = 0; i < x.rank; i++)
+    dims[i] = low[i] + x.dims[i] + high[i] + (x.dims[i] > 0 ? (x.dims[i] - 1) * interior[i] : 0);
+  tpu_hlo_value r = new_value(h, x.elem, x.rank, dims);
+  const tpu_hlo_value *ops[] = {&x, &value};
   begin_op(h, &r, "stablehlo.pad", ops, 2);
   emit(h, " {");
-  emit_i64s(h, "edge_padding_low", &low, 1);
+  emit_i64s(h, "edge_padding_low", low, x.rank);
   emit(h, ", ");
-  emit_i64s(h, "edge_padding_high", &high, 1);
+  emit_i64s(h, "edge_padding_high", high, x.rank);
   emit(h, ", ");
-  emit_i64s(h, "interior_padding", &interior, 1);
+  emit_i64s(h, "interior_padding", interior, x.rank);
   emit(h, "}");
   end_op(h, &r, ops, 2);
   return r;
+}
+
+tpu_hlo_value tpu_hlo_pad_end(tpu_hlo *h, tpu_hlo_value x, int64_t length) {
+  if (x.dims[0] == length)
+    return x;
+  int64_t low = 0, high = length - x.dims[0], interior = 0;
+  return tpu_hlo_pad(h, x, tpu_hlo_constant(h, x.elem, zero_literal(x.elem)), &low, &high,
+                     &interior);
 }
 
 tpu_hlo_value tpu_hlo_update_slice(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value update,
@@ -483,24 +491,45 @@ static tpu_hlo_value combine_scalars(tpu_hlo *h, tpu_hlo_value p, tpu_hlo_value 
   return tpu_hlo_select(h, tpu_hlo_compare(h, "NE", p, p), p, r);
 }
 
-/* A reduction or scatter region, " ({ ^bb0(p, q): return p combined with q })", on scalars. */
-static void emit_region(tpu_hlo *h, tpu_hlo_elem elem, tpu_hlo_combine combine) {
-  tpu_hlo_value p = new_value(h, elem, 0, NULL), q = new_value(h, elem, 0, NULL);
+void tpu_hlo_combine_body(tpu_hlo *h, const tpu_hlo_value *p, const tpu_hlo_value *q,
+                          tpu_hlo_value *r, void *ctx) {
+  r[0] = combine_scalars(h, p[0], q[0], *(const tpu_hlo_combine *)ctx);
+}
+
+/* A reduction or scatter region, " ({ ^bb0(p..., q...): return body(p, q) })", on the scalars of
+ * elems[0..n). */
+static void emit_region(tpu_hlo *h, int n, const tpu_hlo_elem *elems, tpu_hlo_region_fn body,
+                        void *ctx) {
+  tpu_hlo_value p[TPU_HLO_MAX_REDUCED], q[TPU_HLO_MAX_REDUCED], r[TPU_HLO_MAX_REDUCED];
+  for (int i = 0; i < n; i++)
+    p[i] = new_value(h, elems[i], 0, NULL);
+  for (int i = 0; i < n; i++)
+    q[i] = new_value(h, elems[i], 0, NULL);
   emit(h, " ({\n    ^bb0(");
-  emit_name(h, &p);
-  emit(h, ": ");
-  emit_type(h, &p);
-  emit(h, ", ");
-  emit_name(h, &q);
-  emit(h, ": ");
-  emit_type(h, &q);
+  for (int i = 0; i < 2 * n; i++) {
+    const tpu_hlo_value *v = i < n ? &p[i] : &q[i - n];
+    emit(h, i ? ", " : "");
+    emit_name(h, v);
+    emit(h, ": ");
+    emit_type(h, v);
+  }
   emit(h, "):\n");
-  tpu_hlo_value body = combine_scalars(h, p, q, combine);
+  body(h, p, q, r, ctx);
   emit(h, "    \"stablehlo.return\"(");
-  emit_name(h, &body);
+  for (int i = 0; i < n; i++) {
+    emit(h, i ? ", " : "");
+    emit_name(h, &r[i]);
+  }
   emit(h, ") : (");
-  emit_type(h, &body);
+  for (int i = 0; i < n; i++) {
+    emit(h, i ? ", " : "");
+    emit_type(h, &r[i]);
+  }
   emit(h, ") -> ()\n    })");
+}
+
+static void combine_region(tpu_hlo *h, tpu_hlo_elem elem, tpu_hlo_combine combine) {
+  emit_region(h, 1, &elem, tpu_hlo_combine_body, &combine);
 }
 
 tpu_hlo_value tpu_hlo_reduce(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value init, const int64_t *dims,
@@ -516,7 +545,7 @@ tpu_hlo_value tpu_hlo_reduce(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value init, co
   tpu_hlo_value r = new_value(h, x.elem, rank, kept);
   const tpu_hlo_value *ops[] = {&x, &init};
   begin_op(h, &r, "stablehlo.reduce", ops, 2);
-  emit_region(h, x.elem, combine);
+  combine_region(h, x.elem, combine);
   emit(h, " {");
   emit_i64s(h, "dimensions", dims, n);
   emit(h, "}");
@@ -525,26 +554,72 @@ tpu_hlo_value tpu_hlo_reduce(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value init, co
 }
 
 tpu_hlo_value tpu_hlo_prefix_sum(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value init, int dim) {
-  int64_t window[TPU_MAX_DIMS + 1], strides[TPU_MAX_DIMS + 1];
-  for (int i = 0; i < x.rank; i++) {
-    window[i] = i == dim ? x.dims[i] : 1;
-    strides[i] = 1;
-  }
-  tpu_hlo_value r = new_value(h, x.elem, x.rank, x.dims);
-  const tpu_hlo_value *ops[] = {&x, &init};
-  begin_op(h, &r, "stablehlo.reduce_window", ops, 2);
-  emit_region(h, x.elem, TPU_HLO_ADD);
-  emit(h, " {");
-  emit_i64s(h, "window_dimensions", window, x.rank);
-  emit(h, ", ");
-  emit_i64s(h, "window_strides", strides, x.rank);
+  tpu_hlo_window w = tpu_hlo_window_one(x.rank);
   /* Each output sums the window ending at it: x.dims[dim] - 1 pad elements before the data. */
-  emit(h, ", padding = dense<[");
-  for (int i = 0; i < x.rank; i++)
-    emit(h, "%s[%lld, 0]", i ? ", " : "", (long long)(i == dim ? x.dims[i] - 1 : 0));
-  emit(h, "]> : tensor<%dx2xi64>}", x.rank);
-  end_op(h, &r, ops, 2);
+  w.size[dim] = x.dims[dim];
+  w.pad_low[dim] = x.dims[dim] - 1;
+  tpu_hlo_combine add = TPU_HLO_ADD;
+  tpu_hlo_value r;
+  tpu_hlo_reduce_window(h, 1, &x, &init, &w, tpu_hlo_combine_body, &add, &r);
   return r;
+}
+
+tpu_hlo_window tpu_hlo_window_one(int rank) {
+  tpu_hlo_window w;
+  memset(&w, 0, sizeof w);
+  for (int i = 0; i < rank; i++)
+    w.size[i] = w.stride[i] = w.dilation[i] = 1;
+  return w;
+}
+
+void tpu_hlo_reduce_window(tpu_hlo *h, int n, const tpu_hlo_value *xs, const tpu_hlo_value *inits,
+                           const tpu_hlo_window *w, tpu_hlo_region_fn body, void *ctx,
+                           tpu_hlo_value *r) {
+  int rank = xs[0].rank;
+  int64_t dims[TPU_MAX_DIMS + 1];
+  for (int i = 0; i < rank; i++) {
+    int64_t padded = xs[0].dims[i] + w->pad_low[i] + w->pad_high[i];
+    int64_t extent = (w->size[i] - 1) * w->dilation[i] + 1;
+    dims[i] = padded < extent ? 0 : (padded - extent) / w->stride[i] + 1;
+  }
+  tpu_hlo_elem elems[TPU_HLO_MAX_REDUCED];
+  const tpu_hlo_value *ops[2 * TPU_HLO_MAX_REDUCED];
+  emit(h, "    ");
+  for (int i = 0; i < n; i++) { /* several results: %vA, %vB = ... */
+    r[i] = new_value(h, xs[i].elem, rank, dims);
+    elems[i] = xs[i].elem;
+    ops[i] = &xs[i];
+    ops[n + i] = &inits[i];
+    emit(h, i ? ", " : "");
+    emit_name(h, &r[i]);
+  }
+  emit(h, " = \"stablehlo.reduce_window\"(");
+  for (int i = 0; i < 2 * n; i++) {
+    emit(h, i ? ", " : "");
+    emit_name(h, ops[i]);
+  }
+  emit(h, ")");
+  emit_region(h, n, elems, body, ctx);
+  emit(h, " {");
+  emit_i64s(h, "window_dimensions", w->size, rank);
+  emit(h, ", ");
+  emit_i64s(h, "window_strides", w->stride, rank);
+  emit(h, ", ");
+  emit_i64s(h, "window_dilations", w->dilation, rank);
+  emit(h, ", padding = dense<[");
+  for (int i = 0; i < rank; i++)
+    emit(h, "%s[%lld, %lld]", i ? ", " : "", (long long)w->pad_low[i], (long long)w->pad_high[i]);
+  emit(h, "]> : tensor<%dx2xi64>} : (", rank);
+  for (int i = 0; i < 2 * n; i++) {
+    emit(h, i ? ", " : "");
+    emit_type(h, ops[i]);
+  }
+  emit(h, ") -> (");
+  for (int i = 0; i < n; i++) {
+    emit(h, i ? ", " : "");
+    emit_type(h, &r[i]);
+  }
+  emit(h, ")\n");
 }
 
 tpu_hlo_value tpu_hlo_scatter(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value index,
@@ -556,7 +631,7 @@ tpu_hlo_value tpu_hlo_scatter(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value index,
   tpu_hlo_value r = new_value(h, x.elem, x.rank, x.dims);
   const tpu_hlo_value *ops[] = {&x, &starts, &updates};
   begin_op(h, &r, "stablehlo.scatter", ops, 3);
-  emit_region(h, x.elem, combine);
+  combine_region(h, x.elem, combine);
   emit(h, " {scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [");
   for (int i = 0; i + 1 < updates.rank; i++)
     emit(h, "%s%lld", i ? ", " : "", (long long)window[i]);

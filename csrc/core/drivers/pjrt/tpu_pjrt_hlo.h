@@ -87,6 +87,10 @@ tpu_hlo_value tpu_hlo_broadcast(tpu_hlo *h, tpu_hlo_value x, int rank, const int
                                 const int64_t *bdims);
 tpu_hlo_value tpu_hlo_slice(tpu_hlo *h, tpu_hlo_value x, const int64_t *start,
                             const int64_t *limit);
+/* x padded with the scalar `value`: per dimension i, low[i] elements before, high[i] after (a
+ * negative count crops instead) and interior[i] >= 0 between each two adjacent elements. */
+tpu_hlo_value tpu_hlo_pad(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value value, const int64_t *low,
+                          const int64_t *high, const int64_t *interior);
 /* Pads the end of a rank-1 value with zeros to `length`. */
 tpu_hlo_value tpu_hlo_pad_end(tpu_hlo *h, tpu_hlo_value x, int64_t length);
 /* x with `update` written at the constant position `start`. */
@@ -135,6 +139,37 @@ tpu_hlo_value tpu_hlo_reduce(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value init, co
 
 /* The running sums of x along `dim` (x's dims; rank >= 1) from the scalar `init` (its zero). */
 tpu_hlo_value tpu_hlo_prefix_sum(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value init, int dim);
+
+/* Operands one tpu_hlo_reduce_window reduces together. */
+#define TPU_HLO_MAX_REDUCED 4
+
+/* A reduction region's body: r[0..n), the combination of the rank-0 values p[0..n) (the
+ * reduction so far) and q[0..n) (the next element), emitted with the ops above. XLA applies it
+ * in any grouping and order, so it must be associative and commutative. */
+typedef void (*tpu_hlo_region_fn)(tpu_hlo *h, const tpu_hlo_value *p, const tpu_hlo_value *q,
+                                  tpu_hlo_value *r, void *ctx);
+
+/* The region body of one operand combined as *(const tpu_hlo_combine *)ctx says. */
+void tpu_hlo_combine_body(tpu_hlo *h, const tpu_hlo_value *p, const tpu_hlo_value *q,
+                          tpu_hlo_value *r, void *ctx);
+
+/* reduce_window's windows over each dimension: their size, stride and dilation (the distance of
+ * adjacent taps), and the padding (>= 0, elements that take the init value) before and after. */
+typedef struct tpu_hlo_window {
+  int64_t size[TPU_MAX_DIMS + 1], stride[TPU_MAX_DIMS + 1], dilation[TPU_MAX_DIMS + 1];
+  int64_t pad_low[TPU_MAX_DIMS + 1], pad_high[TPU_MAX_DIMS + 1];
+} tpu_hlo_window;
+
+/* The window of one element over `rank` dimensions (size, stride and dilation 1, no padding), for
+ * the caller to widen along the dimensions it reduces. */
+tpu_hlo_window tpu_hlo_window_one(int rank);
+
+/* xs[0..n) (1 <= n <= TPU_HLO_MAX_REDUCED, of equal dims) reduced together over each window from
+ * the scalars inits[0..n) by `body`: r[k] has xs[k]'s element type and, per dimension, one
+ * element per window position that fits the padded operand. */
+void tpu_hlo_reduce_window(tpu_hlo *h, int n, const tpu_hlo_value *xs, const tpu_hlo_value *inits,
+                           const tpu_hlo_window *w, tpu_hlo_region_fn body, void *ctx,
+                           tpu_hlo_value *r);
 
 /* x with updates[i] combined into its slice index[i] along dimension 0 (index: rank-1 int64;
  * updates: [index length, x's other dims]), duplicates in an order XLA chooses. Out-of-range

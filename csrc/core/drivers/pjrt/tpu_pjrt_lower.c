@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "drivers/pjrt/tpu_pjrt_family.h"
+#include "drivers/pjrt/tpu_pjrt_lower_complex.h"
+#include "drivers/pjrt/tpu_pjrt_lower_divide.h"
 #include "drivers/pjrt/tpu_pjrt_lower_elementwise.h"
 #include "drivers/pjrt/tpu_pjrt_lower_matmul.h"
 #include "drivers/pjrt/tpu_pjrt_lower_reduce.h"
@@ -73,6 +75,13 @@ static bool absent(const tpu_pjrt_family *f, const tpu_op_call *call, int i) {
   return f && f->absent && f->absent(call, i);
 }
 
+/* The view tensor i of `call` is read and written through: its own, or the one of its storage
+ * its family names instead (into *other). */
+static const tpu_tensor *view_of(const tpu_pjrt_family *f, const tpu_op_call *call, int i,
+                                 tpu_tensor *other) {
+  return f && f->view && f->view(call, i, other) ? other : &call->tensors[i];
+}
+
 bool tpu_pjrt_lowerable(const tpu_op_call *call) {
   int n = call->n_inputs + call->n_outputs;
   /* Asked before the launch checks the views: a malformed one is the host's to refuse (its
@@ -81,23 +90,31 @@ bool tpu_pjrt_lowerable(const tpu_op_call *call) {
     if (tpu_tensor_check(&call->tensors[i]) != TPU_OK)
       return false;
   const tpu_pjrt_family *family = tpu_pjrt_family_of(call);
+  lowering_kind kind = lowering_of(call->op).kind;
+  /* Copies, fills and the matmuls compute on complex numbers (as their parts); nothing else
+   * lowers them yet. */
+  bool complex_ok = kind == LOWERING_COPY || kind == LOWERING_FILL || kind == LOWERING_MATMUL;
   if (call->n_outputs != 1 && !family)
     return false;
   for (int i = 0; i < n; i++) {
-    const tpu_tensor *t = &call->tensors[i];
+    tpu_tensor other;
+    const tpu_tensor *t = view_of(family, call, i, &other);
     bool output = i >= call->n_inputs;
     if (absent(family, call, i))
       continue;
-    if (!tpu_dtype_is_computable(t->dtype) || tpu_dtype_is_complex(t->dtype))
+    if (t == &other && tpu_tensor_check(t) != TPU_OK)
+      return false;
+    if (!tpu_dtype_is_computable(t->dtype) || (tpu_dtype_is_complex(t->dtype) && !complex_ok))
       return false;
     /* An empty view reads or writes nothing a module could slice: such calls run on the host
      * (or, with an empty output, not at all). */
     if (t->buf && (tpu_tensor_numel(t) == 0 || !tpu_pjrt_view_supported(t, output)))
       return false;
   }
-  switch (lowering_of(call->op).kind) {
-  case LOWERING_COPY:
-    return call->tensors[0].buf || call->tensors[1].buf; /* host to host is not the chip's */
+  switch (kind) {
+  case LOWERING_COPY: /* host to host is not the chip's; other sizes are the host's to refuse */
+    return (call->tensors[0].buf || call->tensors[1].buf) &&
+           tpu_tensor_same_sizes(&call->tensors[0], &call->tensors[1]);
   case LOWERING_FILL:
     return true;
   case LOWERING_ARANGE:
@@ -116,8 +133,9 @@ bool tpu_pjrt_lowerable(const tpu_op_call *call) {
   return false;
 }
 
-/* The index of the storage of view t, a tensor of the call being lowered (added on first use). */
-static int storage_index(lowering *l, const tpu_tensor *t) {
+/* The index of the storage of view t, which stands for tensors[index] of the call being lowered
+ * (added on first use). */
+static int storage_index(lowering *l, const tpu_tensor *t, int index) {
   for (int i = 0; i < l->n_storages; i++)
     if (l->storage[i] == t->buf)
       return i;
@@ -128,7 +146,7 @@ static int storage_index(lowering *l, const tpu_tensor *t) {
   int i = l->n_storages++;
   l->storage[i] = t->buf;
   l->storage_call[i] = l->call_index;
-  l->storage_tensor[i] = (int)(t - l->call->tensors);
+  l->storage_tensor[i] = index;
   l->arg_of[i] = -1;
   l->written[i] = false;
   l->used[i] = false;
@@ -166,19 +184,21 @@ static tpu_hlo_value storage_value(lowering *l, int s, tpu_dtype want) {
   return l->value[s];
 }
 
-/* Where view t, a tensor of the call being lowered, sits in the run. */
-static tpu_pjrt_slot host_slot(const lowering *l, const tpu_tensor *t, tpu_dtype dtype) {
-  return (tpu_pjrt_slot){TPU_PJRT_HOST, l->call_index, (int)(t - l->call->tensors), dtype};
+/* Where tensors[index] of the call being lowered, a host view, sits in the run. */
+static tpu_pjrt_slot host_slot(const lowering *l, int index, tpu_dtype dtype) {
+  return (tpu_pjrt_slot){TPU_PJRT_HOST, l->call_index, index, dtype};
 }
 
-/* A host operand: an argument of its dense contents. */
-static tpu_hlo_value host_arg(lowering *l, const tpu_tensor *t) {
-  /* bool travels as uint8 bytes: an i1 argument would be a PRED buffer. */
-  tpu_dtype type = t->dtype == TPU_BOOL ? TPU_UINT8 : t->dtype;
-  tpu_hlo_value v = tpu_hlo_arg(&l->h, type, t->ndim, t->sizes, -1);
+/* A host operand, tensors[index]: an argument of its dense contents. */
+static tpu_hlo_value host_arg(lowering *l, const tpu_tensor *t, int index) {
+  /* bool travels as uint8 bytes (an i1 argument would be a PRED buffer), complex as its parts. */
+  tpu_dtype value = tpu_pjrt_view_value_elem(t->dtype);
+  tpu_dtype type = t->dtype == TPU_BOOL ? TPU_UINT8 : value;
+  int64_t dims[TPU_MAX_DIMS + 1];
+  tpu_hlo_value v = tpu_hlo_arg(&l->h, type, tpu_pjrt_view_value_dims(t, dims), dims, -1);
   if (l->p->n_args < TPU_HLO_MAX_ARGS)
-    l->p->args[l->p->n_args++] = host_slot(l, t, type);
-  return tpu_hlo_cast(&l->h, v, t->dtype);
+    l->p->args[l->p->n_args++] = host_slot(l, index, type);
+  return tpu_hlo_cast(&l->h, v, value);
 }
 
 static tpu_hlo_value scalar_arg(void *ctx, int slot, bool is_float) {
@@ -193,10 +213,15 @@ static tpu_hlo_value scalar_arg(void *ctx, int slot, bool is_float) {
   return l->scalar_value[slot];
 }
 
-static tpu_hlo_value read_input(lowering *l, const tpu_tensor *t) {
+/* The elements of view t, which stands for tensors[index] of the call being lowered. */
+static tpu_hlo_value read_view(lowering *l, const tpu_tensor *t, int index) {
   if (!t->buf)
-    return host_arg(l, t);
-  return tpu_pjrt_view_read(&l->h, storage_value(l, storage_index(l, t), t->dtype), t);
+    return host_arg(l, t, index);
+  return tpu_pjrt_view_read(&l->h, storage_value(l, storage_index(l, t, index), t->dtype), t);
+}
+
+static tpu_hlo_value read_input(lowering *l, const tpu_tensor *t) {
+  return read_view(l, t, (int)(t - l->call->tensors));
 }
 
 /* `x` broadcast to `out`'s sizes, dimensions aligned from the right. */
@@ -207,17 +232,18 @@ static tpu_hlo_value broadcast_to(lowering *l, tpu_hlo_value x, const tpu_tensor
   return tpu_hlo_broadcast(&l->h, x, out->ndim, out->sizes, bdims);
 }
 
-/* Writes `value` (converted to t's dtype) into output view t. */
-static void write_output(lowering *l, const tpu_tensor *t, tpu_hlo_value value) {
-  value = tpu_hlo_cast(&l->h, value, t->dtype);
+/* Writes `value` (converted to the type of t's values: complex ones are given as their parts)
+ * into view t, which stands for output tensors[index] of the call being lowered. */
+static void write_view(lowering *l, const tpu_tensor *t, int index, tpu_hlo_value value) {
+  tpu_dtype elem = tpu_pjrt_view_value_elem(t->dtype);
+  value = tpu_hlo_cast(&l->h, value, elem);
   if (!t->buf) {
     if (l->p->n_results < TPU_HLO_MAX_RESULTS)
-      l->p->results[l->p->n_results++] = host_slot(l, t, t->dtype);
-    tpu_hlo_result(&l->h, tpu_hlo_convert(&l->h, value, t->dtype == TPU_BOOL ? TPU_UINT8
-                                                                              : t->dtype));
+      l->p->results[l->p->n_results++] = host_slot(l, index, t->dtype);
+    tpu_hlo_result(&l->h, tpu_hlo_convert(&l->h, value, t->dtype == TPU_BOOL ? TPU_UINT8 : elem));
     return;
   }
-  int s = storage_index(l, t);
+  int s = storage_index(l, t, index);
   size_t nbytes = tpu_buffer_nbytes(t->buf);
   if (!l->used[s] && tpu_pjrt_view_covers(t, nbytes)) {
     l->value[s] = tpu_pjrt_view_write(&l->h, NULL, t, value);
@@ -227,6 +253,10 @@ static void write_output(lowering *l, const tpu_tensor *t, tpu_hlo_value value) 
   }
   l->used[s] = true;
   l->written[s] = true;
+}
+
+static void write_output(lowering *l, const tpu_tensor *t, tpu_hlo_value value) {
+  write_view(l, t, (int)(t - l->call->tensors), value);
 }
 
 /* A flag result: nonzero makes the run fail with `message` and status `code`. */
@@ -286,11 +316,22 @@ static void lower_arange(lowering *l, const tpu_tensor *out) {
 }
 
 static void lower_fill(lowering *l, const tpu_tensor *out) {
-  bool is_float = tpu_dtype_is_floating(out->dtype);
+  bool is_float = tpu_dtype_is_floating(out->dtype) || tpu_dtype_is_complex(out->dtype);
   tpu_hlo_value s = scalar_arg(l, 0, is_float);
   tpu_hlo_value like = {.elem = s.elem, .rank = out->ndim};
   memcpy(like.dims, out->sizes, (size_t)out->ndim * sizeof *out->sizes);
-  write_output(l, out, tpu_hlo_splat(&l->h, s, &like));
+  tpu_hlo_value value = tpu_hlo_splat(&l->h, s, &like);
+  if (tpu_dtype_is_complex(out->dtype)) /* scalars[1] is the imaginary part */
+    value = tpu_pjrt_complex_pair(&l->h, value, tpu_hlo_splat(&l->h, scalar_arg(l, 1, true),
+                                                              &like));
+  write_output(l, out, value);
+}
+
+/* A copy converts as COPY's contract says; its views have equal sizes (a broadcast source reads
+ * as its full sizes). */
+static void lower_copy(lowering *l, const tpu_tensor *src, const tpu_tensor *dst) {
+  write_output(l, dst, tpu_pjrt_complex_convert(&l->h, read_input(l, src), src->dtype,
+                                                dst->dtype));
 }
 
 static void lower_family(lowering *l, const tpu_pjrt_family *f, const tpu_op_call *call) {
@@ -300,16 +341,17 @@ static void lower_family(lowering *l, const tpu_pjrt_family *f, const tpu_op_cal
     l->h.failed = true;
     return;
   }
+  tpu_tensor other;
   for (int i = 0; i < call->n_inputs + call->n_outputs; i++) {
     bool output = i >= call->n_inputs;
     if (!absent(f, call, i) &&
         (!output || (f->reads_output && f->reads_output(call, i - call->n_inputs))))
-      in[i] = read_input(l, &call->tensors[i]);
+      in[i] = read_view(l, view_of(f, call, i, &other), i);
   }
   f->emit(&l->h, call, in, scalar_arg, l, outs, &bad);
-  for (int k = 0; k < call->n_outputs; k++)
-    if (!absent(f, call, call->n_inputs + k))
-      write_output(l, &call->tensors[call->n_inputs + k], outs[k]);
+  for (int k = 0, i = call->n_inputs; k < call->n_outputs; k++, i++)
+    if (!absent(f, call, i))
+      write_view(l, view_of(f, call, i, &other), i, outs[k]);
   char message[TPU_PJRT_MESSAGE_LEN];
   tpu_status code = TPU_ERR_INDEX;
   if (f->message && f->message(call, message, sizeof message, &code))
@@ -331,7 +373,7 @@ static void lower_call(lowering *l, const tpu_op_call *call) {
     lower_arange(l, out);
     break;
   case LOWERING_COPY:
-    write_output(l, out, broadcast_to(l, read_input(l, &call->tensors[0]), out));
+    lower_copy(l, &call->tensors[0], out);
     break;
   case LOWERING_FAMILY:
     lower_family(l, tpu_pjrt_family_of(call), call);
@@ -347,7 +389,13 @@ static void lower_call(lowering *l, const tpu_op_call *call) {
   case LOWERING_ELEMENTWISE:
     for (int i = 0; i < call->n_inputs && i < 4; i++)
       in[i] = broadcast_to(l, read_input(l, &call->tensors[i]), out);
-    write_output(l, out, tpu_pjrt_ew_emit(&l->h, call, in, scalar_arg, l));
+    if (tpu_pjrt_int_divides(call)) {
+      tpu_hlo_value zero;
+      write_output(l, out, tpu_pjrt_int_divide(&l->h, call, in[0], in[1], &zero));
+      add_check(l, zero, "ZeroDivisionError", TPU_ERR_RUNTIME);
+    } else {
+      write_output(l, out, tpu_pjrt_ew_emit(&l->h, call, in, scalar_arg, l));
+    }
     break;
   case LOWERING_NONE: /* refused by tpu_pjrt_lowerable: the run is the host's */
     l->h.failed = true;

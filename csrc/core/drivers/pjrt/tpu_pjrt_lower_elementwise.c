@@ -16,6 +16,9 @@ static int kinds_of(tpu_op_id op) {
   case TPU_OP_FLOOR: case TPU_OP_CEIL: case TPU_OP_ROUND:
   case TPU_OP_TRUNC: case TPU_OP_THRESHOLD:
     return F | I;
+  /* Integers lower in drivers/pjrt/tpu_pjrt_lower_divide.c, with their zero-divisor check. */
+  case TPU_OP_DIV_TRUNC: case TPU_OP_DIV_FLOOR: case TPU_OP_REMAINDER: case TPU_OP_FMOD:
+    return F | I;
   case TPU_OP_EQ: case TPU_OP_NE: case TPU_OP_LT: case TPU_OP_LE: case TPU_OP_GT:
   case TPU_OP_GE: case TPU_OP_LOGICAL_AND: case TPU_OP_LOGICAL_OR: case TPU_OP_LOGICAL_XOR:
   case TPU_OP_LOGICAL_NOT: case TPU_OP_ISNAN: case TPU_OP_ISINF: case TPU_OP_ISFINITE:
@@ -39,8 +42,6 @@ static int kinds_of(tpu_op_id op) {
   case TPU_OP_HARDSWISH: case TPU_OP_HARDSWISH_BACKWARD: case TPU_OP_HARDSIGMOID:
   case TPU_OP_HARDSIGMOID_BACKWARD: case TPU_OP_SOFTPLUS: case TPU_OP_SOFTPLUS_BACKWARD:
   case TPU_OP_ELU: case TPU_OP_ELU_BACKWARD: case TPU_OP_LOGIT: case TPU_OP_LOGIT_BACKWARD:
-  /* Integer division by zero is an error the host reports; these lower for floats only. */
-  case TPU_OP_DIV_TRUNC: case TPU_OP_DIV_FLOOR: case TPU_OP_REMAINDER: case TPU_OP_FMOD:
   case TPU_OP_ROUND_DECIMALS:
     return F;
   default:

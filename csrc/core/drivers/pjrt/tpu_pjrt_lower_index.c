@@ -4,10 +4,12 @@
  * check as a flag the driver reads back; TRILU as a select on each element's diagonal. Additions
  * and products of duplicates combine in XLA's order (floats may round differently from the
  * host's); an assignment keeps the duplicate of the largest dim coordinate, as on the host, by
- * scattering that coordinate with a maximum first. */
+ * scattering that coordinate with a maximum first. Also the helpers the index families share
+ * (tpu_pjrt_lower_index.h). */
 #include <stdio.h>
 
 #include "drivers/pjrt/tpu_pjrt_family.h"
+#include "drivers/pjrt/tpu_pjrt_lower_index.h"
 #include "ops/tpu_ops_index.h"
 
 /* The dimension scalars[0] names, negative counting from the end. */
@@ -90,8 +92,8 @@ static bool reads_output(const tpu_op_call *call, int k) {
   return is_scatter(call->op);
 }
 
-/* index (int64, any dims) clamped into [0, size), and *bad, whether any was outside. */
-static tpu_hlo_value checked(tpu_hlo *h, tpu_hlo_value index, int64_t size, tpu_hlo_value *bad) {
+tpu_hlo_value tpu_pjrt_index_checked(tpu_hlo *h, tpu_hlo_value index, int64_t size,
+                                     tpu_hlo_value *bad) {
   tpu_hlo_value zero = tpu_hlo_full_i64(h, 0, &index);
   *bad = tpu_hlo_any(h, tpu_hlo_binary(h, "or", tpu_hlo_compare(h, "LT", index, zero),
                                        tpu_hlo_compare(h, "GE", index,
@@ -116,20 +118,26 @@ static tpu_hlo_value position(tpu_hlo *h, const tpu_hlo_value *like, tpu_hlo_val
   return pos;
 }
 
-static tpu_hlo_value flat(tpu_hlo *h, tpu_hlo_value x) {
+tpu_hlo_value tpu_pjrt_flat(tpu_hlo *h, tpu_hlo_value x) {
   int64_t n = 1;
   for (int d = 0; d < x.rank; d++)
     n *= x.dims[d];
   return tpu_hlo_reshape(h, x, 1, &n);
 }
 
+tpu_hlo_value tpu_pjrt_index_wrap(tpu_hlo *h, tpu_hlo_value index, int64_t size) {
+  tpu_hlo_value wrapped = tpu_hlo_binary(h, "add", index, tpu_hlo_full_i64(h, size, &index));
+  return tpu_hlo_select(h, tpu_hlo_compare(h, "LT", index, tpu_hlo_full_i64(h, 0, &index)),
+                        wrapped, index);
+}
+
 /* out[p] = self[p with coordinate dim replaced by index[p]]: self's elements taken at their
  * row-major positions. */
 static tpu_hlo_value gather(tpu_hlo *h, tpu_hlo_value self, tpu_hlo_value index, int dim,
                             tpu_hlo_value *bad) {
-  index = checked(h, tpu_hlo_convert(h, index, TPU_INT64), self.dims[dim], bad);
-  tpu_hlo_value at = flat(h, position(h, &index, index, dim, self.dims, self.rank));
-  tpu_hlo_value taken = tpu_hlo_take(h, flat(h, self), at, 0);
+  index = tpu_pjrt_index_checked(h, tpu_hlo_convert(h, index, TPU_INT64), self.dims[dim], bad);
+  tpu_hlo_value at = tpu_pjrt_flat(h, position(h, &index, index, dim, self.dims, self.rank));
+  tpu_hlo_value taken = tpu_hlo_take(h, tpu_pjrt_flat(h, self), at, 0);
   return tpu_hlo_reshape(h, taken, index.rank, index.dims);
 }
 
@@ -140,19 +148,16 @@ static tpu_hlo_value scatter(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_
   tpu_hlo_value self = in[2], src = in[1];
   tpu_hlo_value index = tpu_hlo_convert(h, in[0], TPU_INT64);
   int64_t size = self.dims[dim], zero[TPU_MAX_DIMS] = {0};
-  if (call->op == TPU_OP_INDEX_FILL) { /* [-size, 0) counts from the end */
-    tpu_hlo_value wrapped = tpu_hlo_binary(h, "add", index, tpu_hlo_full_i64(h, size, &index));
-    index = tpu_hlo_select(h, tpu_hlo_compare(h, "LT", index, tpu_hlo_full_i64(h, 0, &index)),
-                           wrapped, index);
-  }
-  index = checked(h, index, size, bad);
-  tpu_hlo_value targets = flat(h, position(h, &index, index, dim, self.dims, self.rank));
+  if (call->op == TPU_OP_INDEX_FILL) /* alone of these, it counts [-size, 0) from the end */
+    index = tpu_pjrt_index_wrap(h, index, size);
+  index = tpu_pjrt_index_checked(h, index, size, bad);
+  tpu_hlo_value targets = tpu_pjrt_flat(h, position(h, &index, index, dim, self.dims, self.rank));
   tpu_dtype work = self.elem == TPU_FLOAT16 || self.elem == TPU_BFLOAT16 ? TPU_FLOAT32 : self.elem;
-  tpu_hlo_value base = flat(h, tpu_hlo_convert(h, self, work)), r;
+  tpu_hlo_value base = tpu_pjrt_flat(h, tpu_hlo_convert(h, self, work)), r;
   int64_t accum = call->scalars[1].i;
   if (accum != TPU_ACCUM_ASSIGN) {
     tpu_hlo_value used = tpu_hlo_slice(h, src, zero, index.dims); /* src's part index covers */
-    tpu_hlo_value taken = flat(h, tpu_hlo_convert(h, used, work));
+    tpu_hlo_value taken = tpu_pjrt_flat(h, tpu_hlo_convert(h, used, work));
     if (accum == TPU_ACCUM_ADD) {
       bool floating = tpu_dtype_is_floating(work);
       tpu_hlo_value alpha = tpu_hlo_convert(h, scalar(ctx, floating ? 2 : 4, floating), work);
@@ -162,18 +167,19 @@ static tpu_hlo_value scatter(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_
     r = tpu_hlo_scatter(h, base, targets, taken, combine);
   } else {
     /* Each target's last writer: the largest dim coordinate among the positions hitting it. */
-    tpu_hlo_value order = flat(h, tpu_hlo_coordinate(h, &index, dim));
+    tpu_hlo_value order = tpu_pjrt_flat(h, tpu_hlo_coordinate(h, &index, dim));
     tpu_hlo_value winner =
         tpu_hlo_scatter(h, tpu_hlo_full_i64(h, -1, &base), targets, order, TPU_HLO_MAX);
     tpu_hlo_value last = tpu_hlo_reshape(h, winner, self.rank, self.dims);
     tpu_hlo_value at = tpu_hlo_binary(h, "maximum", last, tpu_hlo_full_i64(h, 0, &last));
-    tpu_hlo_value from = flat(h, position(h, &self, at, dim, src.dims, src.rank));
+    tpu_hlo_value from = tpu_pjrt_flat(h, position(h, &self, at, dim, src.dims, src.rank));
     int64_t count = 1;
     for (int d = 0; d < src.rank; d++)
       count *= src.dims[d];
     /* Targets nobody writes may lie outside src: clamped, then not selected. */
     from = tpu_hlo_binary(h, "minimum", from, tpu_hlo_full_i64(h, count - 1, &from));
-    tpu_hlo_value values = tpu_hlo_take(h, flat(h, tpu_hlo_convert(h, src, work)), from, 0);
+    tpu_hlo_value values =
+        tpu_hlo_take(h, tpu_pjrt_flat(h, tpu_hlo_convert(h, src, work)), from, 0);
     tpu_hlo_value written = tpu_hlo_compare(h, "GE", winner, tpu_hlo_full_i64(h, 0, &winner));
     r = tpu_hlo_select(h, written, values, base);
   }
@@ -213,7 +219,7 @@ static void emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
   }
   int64_t count = call->tensors[1].ndim ? call->tensors[1].sizes[0] : 1;
   tpu_hlo_value index = tpu_hlo_reshape(h, tpu_hlo_convert(h, in[1], TPU_INT64), 1, &count);
-  out[0] = tpu_hlo_take(h, in[0], checked(h, index, in[0].dims[d], bad), d);
+  out[0] = tpu_hlo_take(h, in[0], tpu_pjrt_index_checked(h, index, in[0].dims[d], bad), d);
 }
 
 static bool message(const tpu_op_call *call, char *buf, size_t len, tpu_status *code) {

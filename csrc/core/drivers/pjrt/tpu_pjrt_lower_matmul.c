@@ -1,5 +1,7 @@
 #include "drivers/pjrt/tpu_pjrt_lower_matmul.h"
 
+#include "drivers/pjrt/tpu_pjrt_lower_complex.h"
+
 bool tpu_pjrt_matmul_supports(const tpu_op_call *call) {
   switch (call->op) {
   case TPU_OP_MM: case TPU_OP_BMM: case TPU_OP_ADDMM: case TPU_OP_BADDBMM: case TPU_OP_ADDBMM:
@@ -9,9 +11,7 @@ bool tpu_pjrt_matmul_supports(const tpu_op_call *call) {
     return false;
   }
   const tpu_tensor *a = &call->tensors[0];
-  bool real = tpu_dtype_is_computable(a->dtype) && !tpu_dtype_is_complex(a->dtype) &&
-              a->dtype != TPU_BOOL;
-  if (!real || call->scalars[4].i != 0)
+  if (!tpu_dtype_is_computable(a->dtype) || a->dtype == TPU_BOOL)
     return false;
   for (int i = 0; i < call->n_inputs + call->n_outputs; i++)
     if (call->tensors[i].ndim != 3 || call->tensors[i].dtype != a->dtype ||
@@ -23,6 +23,8 @@ bool tpu_pjrt_matmul_supports(const tpu_op_call *call) {
 tpu_hlo_value tpu_pjrt_matmul_emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
                                    tpu_pjrt_scalar_fn scalar, void *ctx) {
   tpu_dtype dtype = call->tensors[0].dtype;
+  if (tpu_dtype_is_complex(dtype))
+    return tpu_pjrt_complex_matmul_emit(h, call, in, scalar, ctx);
   bool floating = tpu_dtype_is_floating(dtype);
   /* Integers multiply and add in int64, which wraps into the dtype as the host's sums do. */
   tpu_dtype acc = !floating ? TPU_INT64 : dtype == TPU_FLOAT64 ? TPU_FLOAT64 : TPU_FLOAT32;

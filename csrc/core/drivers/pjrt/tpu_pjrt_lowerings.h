@@ -158,8 +158,8 @@
   X(CONV_BACKWARD_INPUT, FAMILY, &tpu_pjrt_conv_family)                                            \
   X(CONV_BACKWARD_WEIGHT, FAMILY, &tpu_pjrt_conv_family)                                           \
   X(CONV_BACKWARD_BIAS, FAMILY, &tpu_pjrt_conv_family)                                             \
-  X(POOL, NONE, NULL) /* pooling windows (reduce_window) not written yet */                        \
-  X(POOL_BACKWARD, NONE, NULL) /* pooling windows (reduce_window) not written yet */               \
+  X(POOL, FAMILY, &tpu_pjrt_pool_family)                                                           \
+  X(POOL_BACKWARD, FAMILY, &tpu_pjrt_pool_family)                                                  \
   X(LSTM_CELL, FAMILY, &tpu_pjrt_rnn_family)                                                       \
   X(LSTM_CELL_BACKWARD, FAMILY, &tpu_pjrt_rnn_family)                                              \
   X(GRU_CELL, FAMILY, &tpu_pjrt_rnn_family)                                                        \
@@ -172,12 +172,12 @@
   X(INDEX_ADD, FAMILY, &tpu_pjrt_index_family)                                                     \
   X(INDEX_COPY, FAMILY, &tpu_pjrt_index_family)                                                    \
   X(INDEX_FILL, FAMILY, &tpu_pjrt_index_family)                                                    \
-  X(INDEX, NONE, NULL) /* advanced indexing over restrided views: not written yet */               \
-  X(INDEX_PUT, NONE, NULL) /* advanced indexing over restrided views: not written yet */           \
+  X(INDEX, FAMILY, &tpu_pjrt_advanced_index_family)                                                \
+  X(INDEX_PUT, FAMILY, &tpu_pjrt_advanced_index_family)                                            \
   X(NONZERO_COUNT, FAMILY, &tpu_pjrt_reduce_pick_family)                                           \
-  X(NONZERO, NONE, NULL) /* an output sized by the data: the host knows the count first */         \
-  X(MASKED_SELECT, NONE, NULL) /* an output sized by the data: the host knows the count first */   \
-  X(MASKED_SCATTER, NONE, NULL) /* not written yet */                                              \
+  X(NONZERO, FAMILY, &tpu_pjrt_mask_family)                                                        \
+  X(MASKED_SELECT, FAMILY, &tpu_pjrt_mask_family)                                                  \
+  X(MASKED_SCATTER, FAMILY, &tpu_pjrt_mask_family)                                                 \
   X(TRILU, FAMILY, &tpu_pjrt_trilu_family)                                                         \
   X(ARANGE, ARANGE, NULL)                                                                          \
   X(FUSED_ADAM, FAMILY, &tpu_pjrt_optim_family)                                                    \

@@ -54,8 +54,40 @@ static layout layout_of(const tpu_tensor *t) {
   return l;
 }
 
+tpu_dtype tpu_pjrt_view_value_elem(tpu_dtype dtype) {
+  return dtype == TPU_COMPLEX64 ? TPU_FLOAT32 : dtype == TPU_COMPLEX128 ? TPU_FLOAT64 : dtype;
+}
+
+int tpu_pjrt_view_value_dims(const tpu_tensor *t, int64_t *dims) {
+  memcpy(dims, t->sizes, (size_t)t->ndim * sizeof *dims);
+  if (!tpu_dtype_is_complex(t->dtype))
+    return t->ndim;
+  dims[t->ndim] = 2;
+  return t->ndim + 1;
+}
+
+/* Into *parts, complex view t as the view of its parts (torch.view_as_real): false for a real
+ * view, and for one with TPU_MAX_DIMS dimensions, which has no such view. */
+static bool as_parts(const tpu_tensor *t, tpu_tensor *parts) {
+  if (!tpu_dtype_is_complex(t->dtype) || t->ndim == TPU_MAX_DIMS)
+    return false;
+  *parts = *t;
+  parts->dtype = tpu_pjrt_view_value_elem(t->dtype);
+  /* A checked view's extent bounds the strides of its dimensions of more than one element, so
+   * doubling them cannot overflow; the others never step, so any stride serves. */
+  for (int i = 0; i < t->ndim; i++)
+    parts->strides[i] = t->sizes[i] > 1 ? 2 * t->strides[i] : 0;
+  parts->sizes[t->ndim] = 2;
+  parts->strides[t->ndim] = 1;
+  parts->ndim = t->ndim + 1;
+  return true;
+}
+
 bool tpu_pjrt_view_supported(const tpu_tensor *t, bool output) {
-  if (!tpu_dtype_is_computable(t->dtype) || tpu_dtype_is_complex(t->dtype))
+  tpu_tensor parts;
+  if (tpu_dtype_is_complex(t->dtype))
+    return as_parts(t, &parts) && tpu_pjrt_view_supported(&parts, output);
+  if (!tpu_dtype_is_computable(t->dtype))
     return false;
   for (int i = 0; i < t->ndim; i++)
     if (output && t->sizes[i] > 1 && t->strides[i] == 0)
@@ -110,8 +142,8 @@ static tpu_hlo_value elems_to_bytes(tpu_hlo *h, tpu_hlo_value elems) {
 }
 
 tpu_dtype tpu_pjrt_view_storage_elem(tpu_dtype dtype) {
-  bool typed = dtype != TPU_BOOL && tpu_dtype_is_computable(dtype) && !tpu_dtype_is_complex(dtype);
-  return typed ? dtype : TPU_UINT8;
+  bool typed = dtype != TPU_BOOL && tpu_dtype_is_computable(dtype);
+  return typed ? tpu_pjrt_view_value_elem(dtype) : TPU_UINT8;
 }
 
 /* Whether a view of `dtype` at byte `offset` reads `storage`'s elements directly. */
@@ -139,6 +171,9 @@ static tpu_hlo_value read_box(tpu_hlo *h, tpu_hlo_value storage, const tpu_tenso
 }
 
 tpu_hlo_value tpu_pjrt_view_read(tpu_hlo *h, tpu_hlo_value storage, const tpu_tensor *t) {
+  tpu_tensor parts;
+  if (as_parts(t, &parts))
+    t = &parts;
   layout l = layout_of(t);
   int64_t sorted[TPU_MAX_DIMS + 1], zeros[TPU_MAX_DIMS + 1] = {0}, perm[TPU_MAX_DIMS];
   for (int j = 0; j < l.k; j++)
@@ -172,6 +207,9 @@ tpu_hlo_value tpu_pjrt_view_read(tpu_hlo *h, tpu_hlo_value storage, const tpu_te
 
 tpu_hlo_value tpu_pjrt_view_write(tpu_hlo *h, const tpu_hlo_value *storage, const tpu_tensor *t,
                                   tpu_hlo_value value) {
+  tpu_tensor parts;
+  if (as_parts(t, &parts))
+    t = &parts;
   layout l = layout_of(t);
   int64_t sorted[TPU_MAX_DIMS + 1], zeros[TPU_MAX_DIMS + 1] = {0}, perm[TPU_MAX_DIMS];
   for (int j = 0; j < l.k; j++) {

@@ -6,7 +6,10 @@
  * updates the storage in place of the old value. A view of another dtype than the storage's
  * elements (or at an offset that is not a multiple of their size) goes through the storage's bytes
  * (bitcasts). That covers contiguous tensors, transposes, narrow, step slices, expand and views of
- * a storage as another dtype; other views (an overlapping as_strided) are not supported yet. */
+ * a storage as another dtype; other views (an overlapping as_strided) are not supported yet.
+ * Modules compute on complex numbers part by part, so a complex view reads and writes as the view
+ * of its parts (torch.view_as_real: a last dimension of 2, real part first) and its values are of
+ * the part type (float32 for complex64, float64 for complex128). */
 #ifndef TPU_PJRT_VIEW_H
 #define TPU_PJRT_VIEW_H
 
@@ -15,17 +18,29 @@
 #include "drivers/pjrt/tpu_pjrt_hlo.h"
 #include "tensor/tpu_tensor.h"
 
-/* Whether `t` (a checked view with elements) can be read, or written when `output`. */
+/* Whether `t` (a checked view with elements) can be read, or written when `output`: the views the
+ * functions below take. A complex view with TPU_MAX_DIMS dimensions cannot be (the view of its
+ * parts would need one more). */
 bool tpu_pjrt_view_supported(const tpu_tensor *t, bool output);
 
-/* The element type a storage takes when a view of `dtype` writes all of it (uint8 for bool and
- * the dtypes modules do not compute in). */
+/* The element type a storage takes when a view of `dtype` writes all of it: the type of its
+ * values (tpu_pjrt_view_value_elem), uint8 for bool and the dtypes modules do not compute in. A
+ * complex storage is thus an array of its parts, whether a module or a copy from the host wrote
+ * it, and views of it as reals (torch.view_as_real) read it without a bitcast. */
 tpu_dtype tpu_pjrt_view_storage_elem(tpu_dtype dtype);
 
-/* The elements of view `t` (its dtype and sizes) from `storage`, its storage's value. */
+/* The element type of the values a view of `dtype` reads and writes: `dtype`, or for a complex
+ * dtype its parts' type. */
+tpu_dtype tpu_pjrt_view_value_elem(tpu_dtype dtype);
+
+/* Into dims (TPU_MAX_DIMS + 1 of them), the dims of the value view `t` reads and writes: its
+ * sizes, then 2 for a complex view; returns their count. */
+int tpu_pjrt_view_value_dims(const tpu_tensor *t, int64_t *dims);
+
+/* The elements of view `t` (its value's type and dims) from `storage`, its storage's value. */
 tpu_hlo_value tpu_pjrt_view_read(tpu_hlo *h, tpu_hlo_value storage, const tpu_tensor *t);
 
-/* `storage` (of the same element type) with view `t` holding `value` (t's dtype and sizes);
+/* `storage` (of the same element type) with view `t` holding `value` (its value's type and dims);
  * `storage` may be NULL when t covers its whole storage densely: the result is then of
  * tpu_pjrt_view_storage_elem(t's dtype). */
 tpu_hlo_value tpu_pjrt_view_write(tpu_hlo *h, const tpu_hlo_value *storage, const tpu_tensor *t,
