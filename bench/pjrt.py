@@ -98,16 +98,40 @@ def child(model: str, device: str, mode: str | None, warmup: int, timed: int) ->
     return out
 
 
-def spawn(model: str, name: str, cache_dir: str, warmup: int, timed: int) -> dict[str, Any]:
-    driver, mode = CONTENDERS[name.removesuffix("-warm")]
-    env = {**os.environ, "TORCH_TPU_CACHE_DIR": cache_dir}
-    if driver:
-        env["TORCH_TPU_DRIVER"] = driver
-    device = "tpu" if driver else "cpu"
-    code = (
-        "import json, bench.pjrt as b; "
-        f"print('RESULT', json.dumps(b.child({model!r}, {device!r}, {mode!r}, {warmup}, {timed})))"
-    )
+def gemm_shapes(model: str) -> list[tuple[int, int, int]]:
+    """(m, k, n) of each product of a GPT train step: per linear layer its forward x @ w, the
+    input's gradient dy @ w.T (m, n, k) and the weight's x.T @ dy (k, m, n); attention's products
+    are SDPA's, not counted."""
+    from bench.models import GPT_SMALL, GPT_TINY
+
+    c = {"gpt-tiny": GPT_TINY, "gpt-small": GPT_SMALL}[model]
+    m, d = c.batch * c.seq, c.d_model
+    layers = [(d, 3 * d), (d, d), (d, 4 * d), (4 * d, d)] * c.n_layers + [(d, c.vocab)]
+    return [s for k, n in layers for s in ((m, k, n), (m, n, k), (k, m, n))]
+
+
+def gemm_floor_child(model: str, reps: int = 3) -> float:
+    """Seconds the step's products take on this process's driver, each timed alone (the median
+    of `reps` synchronized runs after one that compiles) and summed."""
+    shapes = gemm_shapes(model)
+    seconds: dict[tuple[int, int, int], float] = {}
+    for m, k, n in sorted(set(shapes)):
+        a, b = torch.randn(m, k, device="tpu"), torch.randn(k, n, device="tpu")
+        times = []
+        for _ in range(reps + 1):
+            torch.tpu.synchronize()
+            start = time.perf_counter()
+            a @ b
+            torch.tpu.synchronize()
+            times.append(time.perf_counter() - start)
+        seconds[(m, k, n)] = statistics.median(times[1:])
+    return sum(seconds[s] for s in shapes)
+
+
+def run_child(call: str, env: dict[str, str]) -> dict[str, Any]:
+    """Runs `call`, an expression of bench.pjrt as b giving a JSON-able dict, in a child process
+    with `env`; its result with status ok, or status n/a with the child's last error line."""
+    code = f"import json, bench.pjrt as b; print('RESULT', json.dumps({call}))"
     done = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=3600
     )
@@ -116,6 +140,21 @@ def spawn(model: str, name: str, cache_dir: str, warmup: int, timed: int) -> dic
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
         return {"status": "n/a", "reason": f"exit {done.returncode}: {tail[:200]}"}
     return {"status": "ok", **json.loads(lines[-1].removeprefix("RESULT "))}
+
+
+def gemm_floor(model: str) -> dict[str, Any]:
+    """gemm_floor_child in a PJRT child process."""
+    env = {**os.environ, "TORCH_TPU_DRIVER": "pjrt"}
+    return run_child(f"{{'seconds': b.gemm_floor_child({model!r})}}", env)
+
+
+def spawn(model: str, name: str, cache_dir: str, warmup: int, timed: int) -> dict[str, Any]:
+    driver, mode = CONTENDERS[name.removesuffix("-warm")]
+    env = {**os.environ, "TORCH_TPU_CACHE_DIR": cache_dir}
+    if driver:
+        env["TORCH_TPU_DRIVER"] = driver
+    device = "tpu" if driver else "cpu"
+    return run_child(f"b.child({model!r}, {device!r}, {mode!r}, {warmup}, {timed})", env)
 
 
 def check_losses(got: list[float], ref: list[float]) -> str | None:
@@ -134,6 +173,8 @@ def run_model(model: str, warmup: int, timed: int, log: Any = print) -> dict[str
             cache = os.path.join(root, name.removesuffix("-warm"))
             log(f"pjrt: {model} {name}")
             results[name] = spawn(model, name, cache, warmup, timed)
+    log(f"pjrt: {model} GEMM floor")
+    floor = gemm_floor(model)
     ref = results["cpu-eager"]
     for name, r in results.items():
         if r["status"] != "ok":
@@ -143,7 +184,14 @@ def run_model(model: str, warmup: int, timed: int, log: Any = print) -> dict[str
             diff = check_losses(r["losses"], ref["losses"])
             if diff:
                 r.update(status="wrong", reason=diff)
-    return {"model": model, "task": "train", "warmup": warmup, "timed": timed, "results": results}
+    return {
+        "model": model,
+        "task": "train",
+        "warmup": warmup,
+        "timed": timed,
+        "results": results,
+        "gemm_floor": floor,
+    }
 
 
 def run(models: list[str], log: Any = print) -> dict[str, Any]:
@@ -185,6 +233,19 @@ def split_cells(r: dict[str, Any]) -> list[str]:
         f"{host_us:.0f} µs",
         fmt_count(s["modules_lowered"] / n) if "modules_lowered" in s else "",
     ]
+
+
+def floor_line(row: dict[str, Any], fn: Footnotes) -> str:
+    """The model's GEMM floor and the most fused mode could gain over strict above it."""
+    floor = row.get("gemm_floor")
+    if not floor:
+        return ""
+    if floor["status"] != "ok":
+        return f"\n\nGEMM floor: n/a {fn.mark(floor['reason'])}"
+    strict = row["results"].get("pjrt-strict", {})
+    bound = ratio({"status": "ok", "median_s": floor["seconds"]}, strict)
+    gain = f"; pjrt-strict's step over it: {fmt_ratio(bound)}" if bound else ""
+    return f"\n\nGEMM floor: {fmt_s(floor['seconds'])}{gain}"
 
 
 def table(section: dict[str, Any], fn: Footnotes) -> str:
@@ -229,18 +290,25 @@ def table(section: dict[str, Any], fn: Footnotes) -> str:
         ]
         parts.append(
             f"#### {row['model']} {row['task']} ({row['warmup']} warm-up steps after the first, "
-            f"{row['timed']} timed)\n\n" + md_table(heads, lines, [False] + [True] * 11 + [False])
+            f"{row['timed']} timed)\n\n"
+            + md_table(heads, lines, [False] + [True] * 11 + [False])
+            + floor_line(row, fn)
         )
     note = (
         "Each contender in its own process, one after the other. Speeds are CPU eager's (or "
         "strict's) median step time over the contender's. The first step compiles (cold: empty "
         f"disk cache) or loads ({WARM}: the cache pjrt-fused wrote); made while timed: "
         "executables compiled or loaded during the timed steps (new modules). Runs / step: "
-        "executables launched per timed step; run share: the part of the step from their launch "
-        "to their completion (the rest is Python, lowering, copies and waiting); host / run: that "
-        "rest per run; lowered / step: runs lowered to a module during the timed steps (a run "
-        "whose structure has its compiled module binds buffers and scalars only). Losses match CPU "
-        f"eager within rtol {LOSS_RTOL} at every step, else the row says wrong."
+        "executables launched per timed step; run share: the part of the step the device was "
+        "busy with them, from a launch to its completion (launches return once enqueued, so the "
+        "host's work overlaps this); host / run: the rest of the step (host work the device did "
+        "not overlap: Python, lowering, copies and waiting) per run; lowered / step: runs "
+        "lowered to a module during the timed steps (a run whose structure has its compiled "
+        "module binds buffers and scalars only). Losses match CPU eager within rtol "
+        f"{LOSS_RTOL} at every step, else the row says wrong. GEMM floor: the step's matrix "
+        "products (forward, and both gradients of each), each run alone on PJRT and summed; no "
+        "mode that runs them as XLA's dot does can step faster, so strict's step over it bounds "
+        "what fused mode can gain."
     )
     return "### PJRT driver (XLA CPU plugin): train steps\n\n" + note + "\n\n" + "\n\n".join(parts)
 

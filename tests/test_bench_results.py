@@ -303,7 +303,14 @@ def test_pjrt_section_validates_and_renders() -> None:
     }
     section = {
         "rows": [
-            {"model": "gpt-tiny", "task": "train", "warmup": 2, "timed": 3, "results": results}
+            {
+                "model": "gpt-tiny",
+                "task": "train",
+                "warmup": 2,
+                "timed": 3,
+                "results": results,
+                "gemm_floor": {"status": "ok", "seconds": 0.16},
+            }
         ]
     }
     d = doc()
@@ -313,6 +320,7 @@ def test_pjrt_section_validates_and_renders() -> None:
     text = table(section, fn)
     assert "| pjrt-fused " in text and "2.00×" in text  # fused vs strict: 0.2 / 0.1
     assert "12 loaded in 24 ms" in text and "100 in 3 s" in text
+    assert "GEMM floor: 160 ms; pjrt-strict's step over it: 1.25×" in text
     assert (
         "cumsum 2" in text
         and "wrong [1]" in text
