@@ -665,3 +665,91 @@ def test_complex_dot_and_vdot_run_on_the_device(
     tol = {"rtol": 1e-5, "atol": 1e-5} if dtype == torch.complex64 else {}
     torch.testing.assert_close(got.cpu().resolve_conj(), want.resolve_conj(), **tol)
     assert torch.tpu.op_stats()["driver_fallback"] == {}
+
+
+class TinyLlama(torch.nn.Module):
+    """A Llama decoder of 2 layers (RMSNorm, rotary positions, SwiGLU, causal attention) with a
+    cache of keys and values, as generation loops run it."""
+
+    def __init__(self, vocab: int = 97, d: int = 32, heads: int = 4, layers: int = 2) -> None:
+        super().__init__()
+        self.heads, self.d = heads, d
+        self.emb = torch.nn.Embedding(vocab, d)
+        self.layers = torch.nn.ModuleList(
+            torch.nn.ModuleDict(
+                {
+                    "qkv": torch.nn.Linear(d, 3 * d, bias=False),
+                    "o": torch.nn.Linear(d, d, bias=False),
+                    "gate_up": torch.nn.Linear(d, 4 * d, bias=False),
+                    "down": torch.nn.Linear(2 * d, d, bias=False),
+                }
+            )
+            for _ in range(layers)
+        )
+        self.head = torch.nn.Linear(d, vocab, bias=False)
+
+    @staticmethod
+    def rms(x: torch.Tensor) -> torch.Tensor:
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+
+    def rotate(self, x: torch.Tensor, start: int) -> torch.Tensor:
+        half = x.shape[-1] // 2
+        inv = 1.0 / 10000 ** (torch.arange(half, device=x.device, dtype=torch.float32) / half)
+        pos = torch.arange(start, start + x.shape[-2], device=x.device, dtype=torch.float32)
+        angles = torch.outer(pos, inv)
+        cos, sin = torch.cat([angles.cos()] * 2, -1), torch.cat([angles.sin()] * 2, -1)
+        rotated = torch.cat([-x[..., half:], x[..., :half]], -1)
+        return x * cos + rotated * sin
+
+    def forward(
+        self, ids: torch.Tensor, cache: list[tuple[torch.Tensor, torch.Tensor]]
+    ) -> torch.Tensor:
+        b, t = ids.shape
+        start = cache[0][0].shape[2] if cache else 0
+        x = self.emb(ids)
+        for i, layer in enumerate(self.layers):
+            q, k, v = layer["qkv"](self.rms(x)).split(self.d, -1)
+            q, k, v = (z.view(b, t, self.heads, -1).transpose(1, 2) for z in (q, k, v))
+            q, k = self.rotate(q, start), self.rotate(k, start)
+            if len(cache) > i:
+                k, v = torch.cat([cache[i][0], k], 2), torch.cat([cache[i][1], v], 2)
+                cache[i] = (k, v)
+            else:
+                cache.append((k, v))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=start == 0)
+            x = x + layer["o"](y.transpose(1, 2).reshape(b, t, self.d))
+            gate, up = layer["gate_up"](self.rms(x)).chunk(2, -1)
+            x = x + layer["down"](F.silu(gate) * up)
+        return self.head(self.rms(x))
+
+
+def greedy_generate(model: TinyLlama, prompt: torch.Tensor, new: int, eos: int) -> torch.Tensor:
+    """Greedy decoding with the cache; stops early once every row has produced eos."""
+    cache: list[tuple[torch.Tensor, torch.Tensor]] = []
+    ids, step = prompt, prompt
+    done = torch.zeros(prompt.shape[0], dtype=torch.bool, device=prompt.device)
+    for _ in range(new):
+        nxt = model(step, cache)[:, -1].argmax(-1)
+        nxt = torch.where(done, torch.full_like(nxt, eos), nxt)
+        ids, step = torch.cat([ids, nxt[:, None]], 1), nxt[:, None]
+        done = done | (nxt == eos)
+        if done.all().item():
+            break
+    return ids
+
+
+def test_greedy_generation_runs_on_the_device(eager_mode: str) -> None:
+    # Every token of a cached greedy decode is CPU's, with no call to either fallback (on the
+    # host driver too).
+    torch.manual_seed(0)
+    model = TinyLlama().eval()
+    prompt = torch.randint(0, 97, (2, 5), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        want = greedy_generate(model, prompt, 12, eos=3)
+        dev_model = model.to("tpu")
+        torch.tpu.synchronize()
+        torch.tpu.reset_op_stats()
+        got = greedy_generate(dev_model, prompt.to("tpu"), 12, eos=3).cpu()
+    assert torch.equal(got, want)
+    stats = torch.tpu.op_stats()
+    assert stats["driver_fallback"] == {} and stats["fallback"] == {}, stats
