@@ -13,8 +13,8 @@ PJRT_CPU_PLUGIN := lammps-jax-pjrt-cpu==0.11.2
 # What make pytest-pjrt runs on the PJRT driver: its own tests, elementwise ops, matmuls,
 # reductions, index ops, optimizer steps, norms, nn and attention ops, views, copies, conjugate and negative views, the CPU
 # fallback's host mirror, argument checks, the models (trained against CPU), fused and debug modes,
-# random draws, recurrent cells, tpu_dist, torch.compile; the rest of the suite runs on the host
-# driver.
+# random draws, recurrent cells, sorting, isin and multinomial sampling, tpu_dist, torch.compile;
+# the rest of the suite runs on the host driver.
 PJRT_TESTS := tests/test_pjrt.py tests/test_ops_elementwise.py tests/test_ops_matmul.py \
 	tests/test_ops_reduce.py tests/test_ops_reduce_stats.py tests/test_ops_index.py \
 	tests/test_ops_index_shape.py tests/test_ops_optim.py tests/test_ops_norm.py tests/test_views.py \
@@ -22,7 +22,7 @@ PJRT_TESTS := tests/test_pjrt.py tests/test_ops_elementwise.py tests/test_ops_ma
 	tests/test_models.py tests/test_ops_nn.py tests/test_ops_attention.py \
 	tests/test_ops_attention_grad.py tests/test_fused.py tests/test_debug_mode.py \
 	tests/test_random.py tests/test_ops_conv_rnn.py tests/test_dist.py tests/test_compile.py \
-	tests/test_pjrt_devices.py
+	tests/test_pjrt_devices.py tests/test_ops_sort.py tests/test_ops_sampling.py
 
 .PHONY: setup demo test core-tests core-tests-sanitized core-tests-tsan fault-injection fuzz-core fuzz soak pytest pytest-pjrt lint bench bench-full clean
 

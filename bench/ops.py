@@ -166,6 +166,28 @@ def reduction_cases() -> list[OpCase]:
             8 * n,
             2 * b,
         ),
+        # Sorting: "flops" counts a comparison sort's n log2(row) comparisons; bytes are the
+        # input, the values and the int64 indices. Full runs only: CPU takes seconds a repetition.
+        OpCase(
+            "reduction",
+            "sort",
+            "4096x4096 fp32, dim -1",
+            _randn(4096, 4096),
+            lambda i, o: torch.sort(i[0], -1).values,
+            12 * n,
+            4 * b,
+            quick=False,
+        ),
+        OpCase(
+            "reduction",
+            "topk",
+            "64x50257 fp32, k 50",
+            _randn(64, 50257),
+            lambda i, o: torch.topk(i[0], 50).values,
+            64 * 50257 * 16,
+            4 * 64 * 50257 + 12 * 64 * 50,
+            quick=False,
+        ),
     ]
 
 

@@ -21,6 +21,7 @@
 #include "ops/tpu_ops_attention.h"
 #include "ops/tpu_ops_index.h"
 #include "ops/tpu_ops_optim.h"
+#include "ops/tpu_ops_sort.h"
 #include "tensor/tpu_tensor.h"
 
 /* The attribute scalars of an op, a mask of TPU_ATTR(k): call->scalars[k] selects what the op
@@ -46,7 +47,8 @@
   TPU_OPS_RNN(X)                                                                                   \
   TPU_OPS_ATTENTION(X)                                                                             \
   TPU_OPS_INDEX(X)                                                                                 \
-  TPU_OPS_OPTIM(X)
+  TPU_OPS_OPTIM(X)                                                                                 \
+  TPU_OPS_SORT(X)
 
 typedef enum tpu_op_id {
 #define TPU_OP_ENUM(id, name, attrs) TPU_OP_##id,

@@ -1,6 +1,6 @@
 /* The index family's ops: X(ID, "name", attribute scalars) per op; see ops/tpu_op.h. Index
- * selection, gathers and scatters along a dimension, advanced indexing, mask-driven selection, and
- * the shape and creation ops that are not plain copies.
+ * selection, gathers and scatters along a dimension, advanced indexing, mask-driven selection, set
+ * membership, and the shape and creation ops that are not plain copies.
  *
  * Combining (tpu_accum below) is PyTorch CPU's arithmetic: integers wrap, bool adds as `or` and
  * multiplies as `and`, float16 and bfloat16 compute in float and round once per element and step.
@@ -64,6 +64,14 @@
  *     [2] = self, updated in place: the i-th set element of mask (row-major) takes source's
  *     element i; a source with too few elements is an error and leaves self unchanged.
  *
+ * Set membership:
+ *   ISIN (torch.isin): tensors[0] = elements (any sizes and strides), [1] = test elements (1-d,
+ *     any stride, at least one element), [2] = out (bool, the elements' sizes); both inputs of
+ *     one dtype, uint8, int8, int16, int32, int64 or floating (the caller converts both to their
+ *     promoted dtype, as isin does). scalars[0].i = 1 inverts. out[p] is whether elements[p]
+ *     equals some test element, != invert; equality is the dtype's ==: NaN equals nothing,
+ *     -0.0 equals +0.0.
+ *
  * Shape and creation ops:
  *   TRILU: tensors[0] = self, [1] = out (self's sizes and dtype, at least 2-d; may be self's own
  *     memory for tril_/triu_); scalars[0].i = diagonal k, [1].i = 1 for triu, 0 for tril. Over
@@ -89,6 +97,7 @@
   X(NONZERO, "nonzero", 0)                                                                         \
   X(MASKED_SELECT, "masked_select", 0)                                                             \
   X(MASKED_SCATTER, "masked_scatter", 0)                                                           \
+  X(ISIN, "isin", TPU_ATTR(0))                                                                     \
   X(TRILU, "trilu", TPU_ATTR(0) | TPU_ATTR(1))                                                     \
   X(ARANGE, "arange", 0)
 

@@ -1,7 +1,7 @@
 /* The random family's ops: X(ID, "name", attribute scalars) per op; see ops/tpu_op.h. Random
- * fills, Bernoulli draws and dropout, all drawn from one counter-based stream (below), so a value
- * is a pure function of the call's seed, offset and the element's position. COPY is the op of
- * ops/tpu_ops_base.h.
+ * fills, Bernoulli draws, dropout and multinomial draws, all drawn from one counter-based stream
+ * (below), so a value is a pure function of the call's seed, offset and the element's position
+ * (and, for a multinomial draw, its row's weights). COPY is the op of ops/tpu_ops_base.h.
  *
  * Random fills, tensors[0] = output:
  *   UNIFORM: scalars [0].f from, [1].f to, [2].u seed, [3].u offset; float16/bfloat16/float32/64.
@@ -39,7 +39,28 @@
  *     (input * mask) * scale with the scale in the dtype's compute type (float for float16,
  *     bfloat16, float32), rounded once, as PyTorch CPU's input.mul(mask).mul_(scale).
  *   DROPOUT_BACKWARD: tensors[0] = grad, [1] = mask (bool or uint8), output grad_input (grad's
- *     dtype); scalars[0].f = scale: grad_input = (grad * mask) * scale, the same way. */
+ *     dtype); scalars[0].f = scale: grad_input = (grad * mask) * scale, the same way.
+ *
+ * MULTINOMIAL (torch.multinomial): tensors[0] = weights w [rows, K] (float16, bfloat16, float32
+ *   or float64, any strides, 1 <= K <= 2^24), output out [rows, n] (int64, any strides, n >= 1).
+ *   scalars[0].i = 1 draws with replacement, 0 without (n <= K); [2].u seed, [3].u offset. Draw
+ *   s of row b takes element e = b * n + s of the stream: u = the low 53 bits of words 2e and
+ *   2e + 1 (lo | hi << 32) * 2^-53, UNIFORM's float64 value. The weights become integers first,
+ *   so that every driver, summing in any order, draws the same categories: q_j = ceil(w_j * 2^s)
+ *   in double, with s = k - E, k = 53 - bit_width(K - 1), 2^(E-1) <= max_j w_j < 2^E, computed as
+ *   (w_j * 2^s1) * 2^s2 (s1 = s, s2 = 0 when s < 0; else s1 = floor(s / 2), s2 = s - s1: both
+ *   factors normal doubles, the product rounded once). So 2^(k-1) <= max q <= 2^k, T = sum q <=
+ *   2^53, and a positive weight gets at least 1: a probability is off by less than 2^(1-k) of the
+ *   row's largest. A draw takes r = min(floor(u * T), T - 1) (the product rounded once, in
+ *   double) and the first category j whose running sum q_0 + ... + q_j exceeds r. With
+ *   replacement every draw uses the same q; without, draws go in order of s, a drawn category's
+ *   q becoming 0 for the later ones, and once the categories left all have q = 0 a draw takes the
+ *   first one not drawn yet (PyTorch then returns zero-weight categories too).
+ *   Errors, RuntimeError with PyTorch CPU's message (TPU_MULTINOMIAL_* below), found before
+ *   anything is written: with n = 1 or without replacement, a weight anywhere that is NaN,
+ *   infinite or negative is INVALID, else a row of zeros ZERO_SUM. With replacement and n > 1 the
+ *   rows are checked in order, each one element by element, then its sum: NaN or negative is
+ *   NEGATIVE, infinite INFINITE, all zero ZERO_SUM. */
 #ifndef TPU_OPS_RANDOM_H
 #define TPU_OPS_RANDOM_H
 
@@ -49,6 +70,15 @@
   X(RANDOM, "random", 0)                                                                           \
   X(BERNOULLI, "bernoulli", 0)                                                                     \
   X(DROPOUT, "dropout", 0)                                                                         \
-  X(DROPOUT_BACKWARD, "dropout_backward", 0)
+  X(DROPOUT_BACKWARD, "dropout_backward", 0)                                                       \
+  X(MULTINOMIAL, "multinomial", TPU_ATTR(0))
+
+/* MULTINOMIAL's errors, PyTorch CPU's messages, which every driver raises. */
+#define TPU_MULTINOMIAL_INVALID "probability tensor contains either `inf`, `nan` or element < 0"
+#define TPU_MULTINOMIAL_ZERO_SUM "invalid multinomial distribution (sum of probabilities <= 0)"
+#define TPU_MULTINOMIAL_NEGATIVE                                                                   \
+  "invalid multinomial distribution (encountering probability entry < 0)"
+#define TPU_MULTINOMIAL_INFINITE                                                                   \
+  "invalid multinomial distribution (encountering probability entry = infinity or NaN)"
 
 #endif

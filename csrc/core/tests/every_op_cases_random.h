@@ -1,6 +1,7 @@
 /* Cases of the random family (ops/tpu_ops_random.h has the call layouts): the random fills,
- * Bernoulli draws and dropout, each a pure function of seed and offset, so the reference and the
- * driver agree bit for bit. p lies in [0, 1). */
+ * Bernoulli draws, dropout and multinomial draws, each a pure function of seed and offset (and
+ * the weights), so the reference and the driver agree bit for bit. p lies in [0, 1), weights are
+ * positive. */
 #ifndef EVERY_OP_CASES_RANDOM_H
 #define EVERY_OP_CASES_RANDOM_H
 
@@ -36,6 +37,21 @@ static const op_case random_cases[] = {
      .tensors = {{BF16(20, 30), TRANSPOSED}, {BF16(20, 30)}, {BOOL_(20, 30)}}},
     {CASE(DROPOUT_BACKWARD, "float32 with a uint8 mask", 2, 1), .scalars = {{.f = 1.25}},
      .tensors = {{F32(600)}, {U8(600), RANGE(0, 2)}, {F32(600)}}},
+    {CASE(MULTINOMIAL, "float32 with replacement", 1, 1),
+     .scalars = {{.i = 1}, {.i = 0}, {.u = 21}, {.u = 3}},
+     .tensors = {{F32(3, 10), RANGE(0, 1)}, {I64(3, 50)}}},
+    {CASE(MULTINOMIAL, "float64 transposed with replacement into a strided output", 1, 1),
+     .scalars = {{.i = 1}, {.i = 0}, {.u = 8}, {.u = 1}},
+     .tensors = {{F64(6, 7), TRANSPOSED, RANGE(0, 5)}, {I64(6, 9), STRIDED}}},
+    {CASE(MULTINOMIAL, "bfloat16 without replacement", 1, 1),
+     .scalars = {{.i = 0}, {.i = 0}, {.u = 4}, {.u = 2}},
+     .tensors = {{BF16(4, 12), RANGE(0, 2)}, {I64(4, 5)}}},
+    {CASE(MULTINOMIAL, "float16 without replacement, every category", 1, 1),
+     .scalars = {{.i = 0}, {.i = 0}, {.u = 5}, {.u = 9}},
+     .tensors = {{F16(2, 8), RANGE(0.5, 1)}, {I64(2, 8)}}},
+    {CASE(MULTINOMIAL, "float32, one draw from many categories", 1, 1),
+     .scalars = {{.i = 0}, {.i = 0}, {.u = 6}, {.u = 4}},
+     .tensors = {{F32(2, 5000), RANGE(0, 1e-3)}, {I64(2, 1)}}},
 };
 
 #endif

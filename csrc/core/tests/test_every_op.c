@@ -27,6 +27,7 @@
 #include "every_op_cases_random.h"
 #include "every_op_cases_reduce.h"
 #include "every_op_cases_rnn.h"
+#include "every_op_cases_sort.h"
 #include "drivers/pjrt/pjrt.h"
 #include "exec/tpu_fused.h"
 #include "ops/tpu_op_fallback.h"
@@ -47,6 +48,7 @@ static const case_table case_tables[] = {
     CASE_TABLE(reduce_cases),    CASE_TABLE(matmul_cases),    CASE_TABLE(norm_cases),
     CASE_TABLE(nn_cases),        CASE_TABLE(conv_cases),      CASE_TABLE(rnn_cases),
     CASE_TABLE(attention_cases), CASE_TABLE(index_cases),     CASE_TABLE(optim_cases),
+    CASE_TABLE(sort_cases),
 };
 
 /* Calls visit on every case: the tables', then each elementwise row in each of its dtypes. */

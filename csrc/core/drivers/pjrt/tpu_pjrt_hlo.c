@@ -622,6 +622,52 @@ void tpu_hlo_reduce_window(tpu_hlo *h, int n, const tpu_hlo_value *xs, const tpu
   emit(h, ")\n");
 }
 
+void tpu_hlo_sort(tpu_hlo *h, int n, const tpu_hlo_value *xs, int dim, tpu_hlo_less_fn less,
+                  void *ctx, tpu_hlo_value *r) {
+  tpu_hlo_value a[TPU_HLO_MAX_REDUCED], b[TPU_HLO_MAX_REDUCED];
+  emit(h, "    ");
+  for (int i = 0; i < n; i++) { /* several results: %vA, %vB = ... */
+    r[i] = new_value(h, xs[i].elem, xs[i].rank, xs[i].dims);
+    emit(h, i ? ", " : "");
+    emit_name(h, &r[i]);
+  }
+  emit(h, " = \"stablehlo.sort\"(");
+  for (int i = 0; i < n; i++) {
+    emit(h, i ? ", " : "");
+    emit_name(h, &xs[i]);
+  }
+  /* The comparator's block takes each operand's pair in turn: a[0], b[0], a[1], b[1], ... */
+  emit(h, ") ({\n    ^bb0(");
+  for (int i = 0; i < n; i++) {
+    a[i] = new_value(h, xs[i].elem, 0, NULL);
+    b[i] = new_value(h, xs[i].elem, 0, NULL);
+    for (int side = 0; side < 2; side++) {
+      const tpu_hlo_value *v = side ? &b[i] : &a[i];
+      emit(h, i || side ? ", " : "");
+      emit_name(h, v);
+      emit(h, ": ");
+      emit_type(h, v);
+    }
+  }
+  emit(h, "):\n");
+  tpu_hlo_value before = less(h, a, b, ctx);
+  emit(h, "    \"stablehlo.return\"(");
+  emit_name(h, &before);
+  emit(h, ") : (");
+  emit_type(h, &before);
+  emit(h, ") -> ()\n    }) {dimension = %d : i64, is_stable = true} : (", dim);
+  for (int i = 0; i < n; i++) {
+    emit(h, i ? ", " : "");
+    emit_type(h, &xs[i]);
+  }
+  emit(h, ") -> (");
+  for (int i = 0; i < n; i++) {
+    emit(h, i ? ", " : "");
+    emit_type(h, &r[i]);
+  }
+  emit(h, ")\n");
+}
+
 tpu_hlo_value tpu_hlo_scatter(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value index,
                               tpu_hlo_value updates, tpu_hlo_combine combine) {
   int64_t column[2] = {index.dims[0], 1}, window[TPU_MAX_DIMS + 1];

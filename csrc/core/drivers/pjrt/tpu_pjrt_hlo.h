@@ -171,6 +171,18 @@ void tpu_hlo_reduce_window(tpu_hlo *h, int n, const tpu_hlo_value *xs, const tpu
                            const tpu_hlo_window *w, tpu_hlo_region_fn body, void *ctx,
                            tpu_hlo_value *r);
 
+/* A sort's comparator body: the i1 scalar "the element at a goes before the one at b", from
+ * a[0..n) and b[0..n), the rank-0 elements of each sorted operand at the two positions, emitted
+ * with the ops above. It must be a strict weak order. */
+typedef tpu_hlo_value (*tpu_hlo_less_fn)(tpu_hlo *h, const tpu_hlo_value *a,
+                                         const tpu_hlo_value *b, void *ctx);
+
+/* xs[0..n) (1 <= n <= TPU_HLO_MAX_REDUCED, of equal dims) permuted together along `dim` into the
+ * order `less` gives, stably: elements it orders neither way keep their order. r[k] has xs[k]'s
+ * type. */
+void tpu_hlo_sort(tpu_hlo *h, int n, const tpu_hlo_value *xs, int dim, tpu_hlo_less_fn less,
+                  void *ctx, tpu_hlo_value *r);
+
 /* x with updates[i] combined into its slice index[i] along dimension 0 (index: rank-1 int64;
  * updates: [index length, x's other dims]), duplicates in an order XLA chooses. Out-of-range
  * indices change nothing. */

@@ -30,6 +30,7 @@ typedef struct lowering {
   int arg_of[TPU_HLO_MAX_ARGS]; /* its argument, or -1 */
   int scalar_arg[TPU_OP_MAX_SCALARS];
   tpu_hlo_value scalar_value[TPU_OP_MAX_SCALARS];
+  bool too_many_checks; /* more checks than one program holds: the run must be cut shorter */
 } lowering;
 
 /* How an op lowers: the kinds of drivers/pjrt/tpu_pjrt_lowerings.h. */
@@ -263,7 +264,7 @@ static void write_output(lowering *l, const tpu_tensor *t, tpu_hlo_value value) 
 static void add_check(lowering *l, tpu_hlo_value flag, const char *message, tpu_status code) {
   tpu_pjrt_program *p = l->p;
   if (p->n_messages == TPU_PJRT_MAX_RUN || p->n_results == TPU_HLO_MAX_RESULTS) {
-    l->h.failed = true;
+    l->too_many_checks = true;
     return;
   }
   snprintf(p->messages[p->n_messages], TPU_PJRT_MESSAGE_LEN, "%s", message);
@@ -336,7 +337,7 @@ static void lower_copy(lowering *l, const tpu_tensor *src, const tpu_tensor *dst
 
 static void lower_family(lowering *l, const tpu_pjrt_family *f, const tpu_op_call *call) {
   tpu_hlo_value in[TPU_PJRT_FAMILY_MAX_IN + TPU_PJRT_FAMILY_MAX_OUT],
-      outs[TPU_PJRT_FAMILY_MAX_OUT], bad;
+      outs[TPU_PJRT_FAMILY_MAX_OUT], bad[TPU_PJRT_FAMILY_MAX_CHECKS];
   if (call->n_inputs > TPU_PJRT_FAMILY_MAX_IN || call->n_outputs > TPU_PJRT_FAMILY_MAX_OUT) {
     l->h.failed = true;
     return;
@@ -348,14 +349,16 @@ static void lower_family(lowering *l, const tpu_pjrt_family *f, const tpu_op_cal
         (!output || (f->reads_output && f->reads_output(call, i - call->n_inputs))))
       in[i] = read_view(l, view_of(f, call, i, &other), i);
   }
-  f->emit(&l->h, call, in, scalar_arg, l, outs, &bad);
+  f->emit(&l->h, call, in, scalar_arg, l, outs, bad);
   for (int k = 0, i = call->n_inputs; k < call->n_outputs; k++, i++)
     if (!absent(f, call, i))
       write_view(l, view_of(f, call, i, &other), i, outs[k]);
-  char message[TPU_PJRT_MESSAGE_LEN];
-  tpu_status code = TPU_ERR_INDEX;
-  if (f->message && f->message(call, message, sizeof message, &code))
-    add_check(l, bad, message, code);
+  for (int c = 0; c < TPU_PJRT_FAMILY_MAX_CHECKS && f->message; c++) {
+    char message[TPU_PJRT_MESSAGE_LEN];
+    tpu_status code = TPU_ERR_INDEX;
+    if (f->message(call, c, message, sizeof message, &code))
+      add_check(l, bad[c], message, code);
+  }
 }
 
 /* Adds one call to the module. */
@@ -420,7 +423,8 @@ static tpu_status lower_module(void (*body)(lowering *l, const void *ctx), const
   l->every_storage_an_arg = widest;
   body(l, ctx);
   finish_results(l, dropped, n_dropped);
-  bool too_many = p->n_args != l->h.n_args || p->n_results != l->h.n_results ||
+  bool too_many = l->too_many_checks || p->n_args != l->h.n_args ||
+                  p->n_results != l->h.n_results ||
                   l->n_storages == TPU_HLO_MAX_ARGS || l->h.n_args == TPU_HLO_MAX_ARGS ||
                   l->h.n_results == TPU_HLO_MAX_RESULTS;
   tpu_status st = too_many ? tpu_error(TPU_ERR_NOT_IMPLEMENTED,

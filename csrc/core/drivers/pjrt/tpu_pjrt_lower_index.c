@@ -222,7 +222,10 @@ static void emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
   out[0] = tpu_hlo_take(h, in[0], tpu_pjrt_index_checked(h, index, in[0].dims[d], bad), d);
 }
 
-static bool message(const tpu_op_call *call, char *buf, size_t len, tpu_status *code) {
+static bool message(const tpu_op_call *call, int check, char *buf, size_t len,
+                    tpu_status *code) {
+  if (check != 0) /* one check */
+    return false;
   (void)code; /* an IndexError */
   int d = dim_of(call);
   const tpu_tensor *self = &call->tensors[is_scatter(call->op) ? 2 : 0];

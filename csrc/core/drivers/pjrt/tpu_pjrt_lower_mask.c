@@ -120,7 +120,10 @@ static void emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
     out[0] = tpu_hlo_take(h, tpu_pjrt_flat(h, in[0]), at, 0);
 }
 
-static bool message(const tpu_op_call *call, char *buf, size_t len, tpu_status *code) {
+static bool message(const tpu_op_call *call, int check, char *buf, size_t len,
+                    tpu_status *code) {
+  if (check != 0) /* one check */
+    return false;
   *code = TPU_ERR_RUNTIME;
   if (call->op == TPU_OP_MASKED_SCATTER) /* the count is the module's: the message cannot say */
     snprintf(buf, len, "masked_scatter_: expected source to have at least as many elements as "

@@ -176,9 +176,11 @@ static void emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
 }
 
 /* Max pooling's backward checks its indices. */
-static bool message(const tpu_op_call *call, char *buf, size_t len, tpu_status *code) {
+static bool message(const tpu_op_call *call, int check, char *buf, size_t len,
+                    tpu_status *code) {
   (void)code; /* an IndexError, as on the host */
-  if (call->op != TPU_OP_POOL_BACKWARD || !max_mode((unsigned)(call->scalars[4].u & 3)))
+  if (check != 0 || call->op != TPU_OP_POOL_BACKWARD ||
+      !max_mode((unsigned)(call->scalars[4].u & 3)))
     return false;
   snprintf(buf, len, "pool_backward: index out of bounds");
   return true;

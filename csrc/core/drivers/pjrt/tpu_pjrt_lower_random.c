@@ -1,14 +1,14 @@
 /* Random ops (ops/tpu_ops_random.h) in StableHLO: UNIFORM, NORMAL, RANDOM (its range a constant
  * of the module: it decides whether an element takes one word or two), BERNOULLI with a scalar
  * p, DROPOUT and DROPOUT_BACKWARD. The module computes the stream's Philox4x32-10 words itself
- * from the seed and offset, which are runtime arguments (a new offset never recompiles), with the
- * counters and rounding of the host driver's kernels, so both drivers draw the same values bit for
- * bit; NORMAL's logarithm, cosine and sine are XLA's where the host's are libm's, so its values
- * agree within a few units in the last place. */
+ * (drivers/pjrt/tpu_pjrt_philox.h), with the rounding of the host driver's kernels, so both
+ * drivers draw the same values bit for bit; NORMAL's logarithm, cosine and sine are XLA's where
+ * the host's are libm's, so its values agree within a few units in the last place. */
 #include <stdio.h>
 #include <string.h>
 
 #include "drivers/pjrt/tpu_pjrt_family.h"
+#include "drivers/pjrt/tpu_pjrt_philox.h"
 
 static bool floating_real(tpu_dtype d) {
   return tpu_dtype_is_floating(d) && tpu_dtype_is_computable(d) && !tpu_dtype_is_complex(d);
@@ -49,92 +49,17 @@ static tpu_hlo_value u64(tpu_hlo *h, const char *literal, const tpu_hlo_value *l
   return tpu_hlo_full(h, TPU_UINT64, literal, like);
 }
 
-/* The low and high 32-bit halves of 64-bit x, as uint32. */
-static tpu_hlo_value low32(tpu_hlo *h, tpu_hlo_value x) {
-  return tpu_hlo_convert(h, tpu_hlo_binary(h, "and", x, u64(h, "4294967295", &x)), TPU_UINT32);
-}
-
-static tpu_hlo_value high32(tpu_hlo *h, tpu_hlo_value x) {
-  return tpu_hlo_convert(h, tpu_hlo_binary(h, "shift_right_logical", x, u64(h, "32", &x)),
-                         TPU_UINT32);
-}
-
-/* A runtime 64-bit scalar (seed or offset) as uint64, rank 0. */
+/* A runtime 64-bit scalar as uint64, rank 0. */
 static tpu_hlo_value scalar_u64(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *ctx, int slot) {
   return tpu_hlo_bitcast(h, scalar(ctx, slot, false), TPU_UINT64, 0, NULL);
-}
-
-/* Words [0, n) of the stream for (seed, offset): word w is output w % 4 of the block with counter
- * (w / 4 low, high, offset low, high) under key (seed low, high). A rank-1 uint32 value. */
-static tpu_hlo_value philox_words(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *ctx, int64_t n) {
-  int64_t blocks = (n + 3) / 4;
-  tpu_hlo_value block = tpu_hlo_iota(h, TPU_UINT64, blocks);
-  tpu_hlo_value seed = scalar_u64(h, scalar, ctx, 2), offset = scalar_u64(h, scalar, ctx, 3);
-  tpu_hlo_value c[4] = {low32(h, block), high32(h, block),
-                        tpu_hlo_splat(h, low32(h, offset), &block),
-                        tpu_hlo_splat(h, high32(h, offset), &block)};
-  tpu_hlo_value k0 = low32(h, seed), k1 = high32(h, seed);
-  tpu_hlo_value m0 = u64(h, "3528531795", &block), m1 = u64(h, "3449720151", &block); /* M0, M1 */
-  tpu_hlo_value w0 = tpu_hlo_constant(h, TPU_UINT32, "2654435769");                   /* W0 */
-  tpu_hlo_value w1 = tpu_hlo_constant(h, TPU_UINT32, "3144134277");                   /* W1 */
-  for (int round = 0; round < 10; round++) {
-    tpu_hlo_value p0 = tpu_hlo_binary(h, "multiply", tpu_hlo_convert(h, c[0], TPU_UINT64), m0);
-    tpu_hlo_value p1 = tpu_hlo_binary(h, "multiply", tpu_hlo_convert(h, c[2], TPU_UINT64), m1);
-    tpu_hlo_value key0 = tpu_hlo_splat(h, k0, &c[0]), key1 = tpu_hlo_splat(h, k1, &c[0]);
-    c[0] = tpu_hlo_binary(h, "xor", tpu_hlo_binary(h, "xor", high32(h, p1), c[1]), key0);
-    c[2] = tpu_hlo_binary(h, "xor", tpu_hlo_binary(h, "xor", high32(h, p0), c[3]), key1);
-    c[1] = low32(h, p1);
-    c[3] = low32(h, p0);
-    k0 = tpu_hlo_binary(h, "add", k0, w0);
-    k1 = tpu_hlo_binary(h, "add", k1, w1);
-  }
-  /* [blocks, 4], row-major, is the words in order. */
-  int64_t dims[2] = {blocks, 4}, along_rows[1] = {0}, along_cols[1] = {1};
-  tpu_hlo_value j = tpu_hlo_broadcast(h, tpu_hlo_iota(h, TPU_UINT32, 4), 2, dims, along_cols);
-  tpu_hlo_value words = tpu_hlo_broadcast(h, c[3], 2, dims, along_rows);
-  for (int k = 2; k >= 0; k--) {
-    char index[2] = {(char)('0' + k), 0};
-    tpu_hlo_value is_k = tpu_hlo_compare(h, "EQ", j, tpu_hlo_full(h, TPU_UINT32, index, &j));
-    words = tpu_hlo_select(h, is_k, tpu_hlo_broadcast(h, c[k], 2, dims, along_rows), words);
-  }
-  int64_t total = blocks * 4, start = 0;
-  words = tpu_hlo_reshape(h, words, 1, &total);
-  return tpu_hlo_slice(h, words, &start, &n);
-}
-
-/* Float uniforms in [0, 1) of elements [0, n): word i's low 24 bits * 2^-24, rank 1. */
-static tpu_hlo_value uniforms_f32(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *ctx, int64_t n) {
-  tpu_hlo_value w = philox_words(h, scalar, ctx, n);
-  w = tpu_hlo_binary(h, "and", w, tpu_hlo_full(h, TPU_UINT32, "16777215", &w));
-  return tpu_hlo_binary(h, "multiply", tpu_hlo_convert(h, w, TPU_FLOAT32),
-                        tpu_hlo_full(h, TPU_FLOAT32, "5.9604644775390625E-8", &w));
-}
-
-/* Words 2i and 2i + 1 of elements [0, n) as lo | hi << 32, a rank-1 uint64 value. */
-static tpu_hlo_value words64(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *ctx, int64_t n) {
-  int64_t pairs[2] = {n, 2}, zero[2] = {0, 0}, lo_end[2] = {n, 1}, hi_start[2] = {0, 1},
-          hi_end[2] = {n, 2};
-  tpu_hlo_value w = tpu_hlo_reshape(h, philox_words(h, scalar, ctx, 2 * n), 2, pairs);
-  tpu_hlo_value lo = tpu_hlo_reshape(h, tpu_hlo_slice(h, w, zero, lo_end), 1, &n);
-  tpu_hlo_value hi = tpu_hlo_reshape(h, tpu_hlo_slice(h, w, hi_start, hi_end), 1, &n);
-  lo = tpu_hlo_convert(h, lo, TPU_UINT64);
-  hi = tpu_hlo_binary(h, "shift_left", tpu_hlo_convert(h, hi, TPU_UINT64), u64(h, "32", &lo));
-  return tpu_hlo_binary(h, "or", lo, hi);
-}
-
-/* Double uniforms of elements [0, n): the 64-bit value's low 53 bits * 2^-53, rank 1. */
-static tpu_hlo_value uniforms_f64(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *ctx, int64_t n) {
-  tpu_hlo_value x = words64(h, scalar, ctx, n);
-  tpu_hlo_value bits = tpu_hlo_binary(h, "and", x, u64(h, "9007199254740991", &x)); /* 2^53 - 1 */
-  return tpu_hlo_binary(h, "multiply", tpu_hlo_convert(h, bits, TPU_FLOAT64),
-                        tpu_hlo_full(h, TPU_FLOAT64, "1.1102230246251565E-16", &x));
 }
 
 /* The uniforms of `out`'s elements (double for float64, float otherwise), shaped as out. */
 static tpu_hlo_value uniforms(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *ctx,
                               const tpu_tensor *out, bool f64) {
   int64_t n = tpu_tensor_numel(out);
-  tpu_hlo_value u = f64 ? uniforms_f64(h, scalar, ctx, n) : uniforms_f32(h, scalar, ctx, n);
+  tpu_hlo_value u = f64 ? tpu_pjrt_philox_uniforms_f64(h, scalar, ctx, n)
+                        : tpu_pjrt_philox_uniforms_f32(h, scalar, ctx, n);
   return tpu_hlo_reshape(h, u, out->ndim, out->sizes);
 }
 
@@ -146,7 +71,8 @@ static tpu_hlo_value normals(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *ctx,
   int64_t n = tpu_tensor_numel(out), p = (n + 1) / 2, pairs[2] = {p, 2};
   int64_t start0[2] = {0, 0}, end0[2] = {p, 1}, start1[2] = {0, 1}, end1[2] = {p, 2};
   tpu_hlo_elem work = f64 ? TPU_FLOAT64 : TPU_FLOAT32;
-  tpu_hlo_value u = f64 ? uniforms_f64(h, scalar, ctx, 2 * p) : uniforms_f32(h, scalar, ctx, 2 * p);
+  tpu_hlo_value u = f64 ? tpu_pjrt_philox_uniforms_f64(h, scalar, ctx, 2 * p)
+                        : tpu_pjrt_philox_uniforms_f32(h, scalar, ctx, 2 * p);
   u = tpu_hlo_reshape(h, u, 2, pairs);
   tpu_hlo_value u0 = tpu_hlo_slice(h, u, start0, end0), u1 = tpu_hlo_slice(h, u, start1, end1);
   tpu_hlo_value one = tpu_hlo_full(h, work, "1.0", &u0);
@@ -198,9 +124,9 @@ static tpu_hlo_value random_ints(tpu_hlo *h, tpu_pjrt_scalar_fn scalar, void *ct
   int64_t n = tpu_tensor_numel(out);
   tpu_hlo_value bits;
   if (range != 0 && range <= (UINT64_C(1) << 32))
-    bits = tpu_hlo_convert(h, philox_words(h, scalar, ctx, n), TPU_UINT64);
+    bits = tpu_hlo_convert(h, tpu_pjrt_philox_words(h, scalar, ctx, n), TPU_UINT64);
   else
-    bits = words64(h, scalar, ctx, n);
+    bits = tpu_pjrt_philox_words64(h, scalar, ctx, n);
   if (range != 0) {
     char literal[24];
     snprintf(literal, sizeof literal, "%llu", (unsigned long long)range);
@@ -285,8 +211,9 @@ static void emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
 }
 
 /* Only bernoulli with a p tensor checks its input: PyTorch CPU's RuntimeError for a bad p. */
-static bool message(const tpu_op_call *call, char *buf, size_t len, tpu_status *code) {
-  if (call->op != TPU_OP_BERNOULLI || call->n_inputs == 0)
+static bool message(const tpu_op_call *call, int check, char *buf, size_t len,
+                    tpu_status *code) {
+  if (check != 0 || call->op != TPU_OP_BERNOULLI || call->n_inputs == 0)
     return false;
   snprintf(buf, len, "bernoulli_ expects p to be in [0, 1]");
   *code = TPU_ERR_RUNTIME;

@@ -18,6 +18,7 @@
   X(BERNOULLI, FAMILY, &tpu_pjrt_random_family)                                                    \
   X(DROPOUT, FAMILY, &tpu_pjrt_random_family)                                                      \
   X(DROPOUT_BACKWARD, FAMILY, &tpu_pjrt_random_family)                                             \
+  X(MULTINOMIAL, FAMILY, &tpu_pjrt_multinomial_family)                                             \
   X(ADD, ELEMENTWISE, NULL)                                                                        \
   X(MUL, ELEMENTWISE, NULL)                                                                        \
   X(DIV, ELEMENTWISE, NULL)                                                                        \
@@ -178,11 +179,13 @@
   X(NONZERO, FAMILY, &tpu_pjrt_mask_family)                                                        \
   X(MASKED_SELECT, FAMILY, &tpu_pjrt_mask_family)                                                  \
   X(MASKED_SCATTER, FAMILY, &tpu_pjrt_mask_family)                                                 \
+  X(ISIN, FAMILY, &tpu_pjrt_isin_family)                                                           \
   X(TRILU, FAMILY, &tpu_pjrt_trilu_family)                                                         \
   X(ARANGE, ARANGE, NULL)                                                                          \
   X(FUSED_ADAM, FAMILY, &tpu_pjrt_optim_family)                                                    \
   X(FUSED_SGD, FAMILY, &tpu_pjrt_optim_family)                                                     \
   X(AMP_UNSCALE, FAMILY, &tpu_pjrt_optim_family)                                                   \
-  X(AMP_UPDATE_SCALE, FAMILY, &tpu_pjrt_optim_family)
+  X(AMP_UPDATE_SCALE, FAMILY, &tpu_pjrt_optim_family)                                              \
+  X(SORT, FAMILY, &tpu_pjrt_sort_family)
 
 #endif

@@ -21,7 +21,8 @@ typedef tpu_status (*tpu_kernel_fn)(const tpu_op_call *call);
   X(RANDOM, tpu_kernel_random)                                                                     \
   X(BERNOULLI, tpu_kernel_bernoulli)                                                               \
   X(DROPOUT, tpu_kernel_dropout)                                                                   \
-  X(DROPOUT_BACKWARD, tpu_kernel_dropout_backward)
+  X(DROPOUT_BACKWARD, tpu_kernel_dropout_backward)                                                 \
+  X(MULTINOMIAL, tpu_kernel_multinomial)
 
 #define TPU_HOST_KERNELS_ELEMENTWISE(X)                                                            \
   X(ADD, tpu_kernel_add)                                                                           \
@@ -200,6 +201,7 @@ typedef tpu_status (*tpu_kernel_fn)(const tpu_op_call *call);
   X(NONZERO, tpu_kernel_nonzero)                                                                   \
   X(MASKED_SELECT, tpu_kernel_masked_select)                                                       \
   X(MASKED_SCATTER, tpu_kernel_masked_scatter)                                                     \
+  X(ISIN, tpu_kernel_isin)                                                                         \
   X(TRILU, tpu_kernel_trilu)                                                                       \
   X(ARANGE, tpu_kernel_arange)
 
@@ -208,6 +210,8 @@ typedef tpu_status (*tpu_kernel_fn)(const tpu_op_call *call);
   X(FUSED_SGD, tpu_kernel_fused_sgd)                                                               \
   X(AMP_UNSCALE, tpu_kernel_amp_unscale)                                                           \
   X(AMP_UPDATE_SCALE, tpu_kernel_amp_update_scale)
+
+#define TPU_HOST_KERNELS_SORT(X) X(SORT, tpu_kernel_sort)
 
 #define TPU_HOST_KERNELS(X)                                                                        \
   TPU_HOST_KERNELS_BASE(X)                                                                         \
@@ -221,7 +225,8 @@ typedef tpu_status (*tpu_kernel_fn)(const tpu_op_call *call);
   TPU_HOST_KERNELS_RNN(X)                                                                          \
   TPU_HOST_KERNELS_ATTENTION(X)                                                                    \
   TPU_HOST_KERNELS_INDEX(X)                                                                        \
-  TPU_HOST_KERNELS_OPTIM(X)
+  TPU_HOST_KERNELS_OPTIM(X)                                                                        \
+  TPU_HOST_KERNELS_SORT(X)
 
 /* Declares every kernel; kernels shared by several ops are declared more than once, which C
  * allows. */
