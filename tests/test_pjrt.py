@@ -753,3 +753,33 @@ def test_greedy_generation_runs_on_the_device(eager_mode: str) -> None:
     assert torch.equal(got, want)
     stats = torch.tpu.op_stats()
     assert stats["driver_fallback"] == {} and stats["fallback"] == {}, stats
+
+
+def test_sampling_generation_runs_on_the_device(eager_mode: str) -> None:
+    # Top-k sampling (topk, softmax, multinomial) every token: the same tokens again under the
+    # same seed, each among the step's k most likely, with no call to either fallback.
+    torch.manual_seed(0)
+    model = TinyLlama().eval().to("tpu")
+    prompt = torch.randint(0, 97, (2, 5), generator=torch.Generator().manual_seed(1)).to("tpu")
+
+    def sample(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+        torch.manual_seed(seed)
+        cache: list[tuple[torch.Tensor, torch.Tensor]] = []
+        step, tokens, allowed = prompt, [], []
+        for _ in range(8):
+            top = model(step, cache)[:, -1].topk(5)
+            pick = torch.multinomial(top.values.softmax(-1), 1)
+            step = top.indices.gather(1, pick)
+            tokens.append(step)
+            allowed.append(top.indices)
+        return torch.cat(tokens, 1).cpu(), torch.stack(allowed, 1).cpu()
+
+    with torch.no_grad():
+        torch.tpu.synchronize()
+        torch.tpu.reset_op_stats()
+        first, allowed = sample(7)
+        again, _ = sample(7)
+    assert torch.equal(first, again)
+    assert (first[..., None] == allowed).any(-1).all()
+    stats = torch.tpu.op_stats()
+    assert stats["driver_fallback"] == {} and stats["fallback"] == {}, stats
