@@ -82,6 +82,8 @@ static int ew_arity(tpu_op_id op) {
   case TPU_OP_LOGIT_BACKWARD:
   case TPU_OP_HARDSWISH_BACKWARD:
   case TPU_OP_HARDSIGMOID_BACKWARD:
+  case TPU_OP_SHRINK_BACKWARD:
+  case TPU_OP_LOG_SIGMOID_BACKWARD:
   case TPU_OP_LERP_SCALAR: return 2;
   default: return 1;
   }

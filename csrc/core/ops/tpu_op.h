@@ -22,6 +22,9 @@
 #include "ops/tpu_ops_index.h"
 #include "ops/tpu_ops_optim.h"
 #include "ops/tpu_ops_sort.h"
+#include "ops/tpu_ops_special.h"
+#include "ops/tpu_ops_vision.h"
+#include "ops/tpu_ops_linalg.h"
 #include "tensor/tpu_tensor.h"
 
 /* The attribute scalars of an op, a mask of TPU_ATTR(k): call->scalars[k] selects what the op
@@ -48,7 +51,10 @@
   TPU_OPS_ATTENTION(X)                                                                             \
   TPU_OPS_INDEX(X)                                                                                 \
   TPU_OPS_OPTIM(X)                                                                                 \
-  TPU_OPS_SORT(X)
+  TPU_OPS_SORT(X)                                                                                  \
+  TPU_OPS_SPECIAL(X)                                                                               \
+  TPU_OPS_VISION(X)                                                                                \
+  TPU_OPS_LINALG(X)
 
 typedef enum tpu_op_id {
 #define TPU_OP_ENUM(id, name, attrs) TPU_OP_##id,

@@ -72,6 +72,22 @@
  *   LOGICAL_NOT, ISNAN, ISINF, ISPOSINF, ISNEGINF, ISFINITE  bool output. floats, ints, bool.
  *   NAN_TO_NUM     NaN, +inf and -inf replaced by s0, s1, s2. floats.
  *
+ * Math (elementwise_math.c), floats unless noted, with PyTorch CPU's special values:
+ *   ACOSH, ASINH, ATANH. SINC: sin(pi a) / (pi a), 1 at 0. ANGLE: pi below 0, else 0, NaN kept.
+ *   ENTR: -a log(a), 0 at 0, -inf below. LGAMMA: log|Gamma|. DIGAMMA: -inf at +0, inf at -0,
+ *   NaN at negative integers. POLYGAMMA (s0 = n, an integer >= 0). I0, I0E, I1, I1E: modified
+ *   Bessel functions I0, I1 and their scaled forms e^-|a| I. NDTRI: the standard normal
+ *   quantile. LOG_NDTR: log of its CDF. ERFCX: e^(a^2) erfc(a). These compute float32 and
+ *   narrower dtypes in double, rounded once (CPU computes them in float: a few ulp apart).
+ *   SIGNBIT: bool output, the sign bit (integers: a < 0). floats, ints, bool.
+ *   LOGADDEXP, LOGADDEXP2 (a, b): log(e^a + e^b) (base 2), equal infinities giving themselves.
+ *   HYPOT. XLOGY, XLOG1PY: a log(b), a log1p(b); NaN when b is, else 0 when a is 0.
+ *   ZETA (x, q): Hurwitz zeta. IGAMMA, IGAMMAC (a, x): regularized incomplete gamma P, Q.
+ *   NEXTAFTER: the next value of the compute dtype (float16 and bfloat16 in their own precision)
+ *   from a toward b.
+ *   FMAX, FMIN: a NaN operand gives the other. floats, ints, bool.
+ *   HEAVISIDE (x, values): values where x is 0, else x > 0. floats, ints, bool.
+ *
  * Activations, clamps and the rest; backward ops take the incoming gradient first (but
  * LEAKY_RELU_BACKWARD, ATen's iterator order). floats unless noted.
  *   CLAMP (x; s0 min, s1 max), CLAMP_MIN (x; s0), CLAMP_MAX (x; s0): min(max(x, lo), hi), a NaN x
@@ -87,6 +103,10 @@
  *     and s3 nonzero when given the result).
  *   LEAKY_RELU (x; s0 slope), LEAKY_RELU_BACKWARD (x, grad; s0).
  *   HARDTANH_BACKWARD (grad, x; s0 min, s1 max).
+ *   SOFTSHRINK (x; s0 lambd): x > l ? x - l : x < -l ? x + l : 0 * x. HARDSHRINK (x; s0 lambd):
+ *     -l <= x <= l ? 0 : x. SHRINK_BACKWARD (grad, x; s0 lambd): -l <= x <= l ? 0 : grad.
+ *   LOG_SIGMOID (x): min(x, 0) - log1p(exp(-|x|)). LOG_SIGMOID_BACKWARD (grad, x): with
+ *     z = exp(-|x|), grad * (x < 0 ? 1 - z / (1 + z) : z / (1 + z)), PyTorch CPU's order.
  *   LOGIT_BACKWARD (grad, x; s0 eps, negative for none): 0 outside [eps, 1 - eps], NaN outside
  *     [0, 1] without eps.
  *   WHERE (cond, a, b): cond ? a : b, cond bool. floats, ints, bool.
@@ -154,6 +174,35 @@
   X(TRUNC, "trunc", 0)                                                                             \
   X(FRAC, "frac", 0)                                                                               \
   X(ERFINV, "erfinv", 0)                                                                           \
+  X(ACOSH, "acosh", 0)                                                                             \
+  X(ASINH, "asinh", 0)                                                                             \
+  X(ATANH, "atanh", 0)                                                                             \
+  X(SIGNBIT, "signbit", 0)                                                                         \
+  X(SINC, "sinc", 0)                                                                               \
+  X(ANGLE, "angle", 0)                                                                             \
+  X(ENTR, "entr", 0)                                                                               \
+  X(LGAMMA, "lgamma", 0)                                                                           \
+  X(DIGAMMA, "digamma", 0)                                                                         \
+  X(POLYGAMMA, "polygamma", 0)                                                                     \
+  X(I0, "i0", 0)                                                                                   \
+  X(I0E, "i0e", 0)                                                                                 \
+  X(I1, "i1", 0)                                                                                   \
+  X(I1E, "i1e", 0)                                                                                 \
+  X(NDTRI, "ndtri", 0)                                                                             \
+  X(LOG_NDTR, "log_ndtr", 0)                                                                       \
+  X(ERFCX, "erfcx", 0)                                                                             \
+  X(LOGADDEXP, "logaddexp", 0)                                                                     \
+  X(LOGADDEXP2, "logaddexp2", 0)                                                                   \
+  X(HYPOT, "hypot", 0)                                                                             \
+  X(XLOGY, "xlogy", 0)                                                                             \
+  X(XLOG1PY, "xlog1py", 0)                                                                         \
+  X(ZETA, "zeta", 0)                                                                               \
+  X(IGAMMA, "igamma", 0)                                                                           \
+  X(IGAMMAC, "igammac", 0)                                                                         \
+  X(FMAX, "fmax", 0)                                                                               \
+  X(FMIN, "fmin", 0)                                                                               \
+  X(HEAVISIDE, "heaviside", 0)                                                                     \
+  X(NEXTAFTER, "nextafter", 0)                                                                     \
   X(LOGIT, "logit", 0)                                                                             \
   X(POW_SCALAR, "pow_scalar", 0)                                                                   \
   X(BITWISE_NOT, "bitwise_not", 0)                                                                 \
@@ -191,6 +240,11 @@
   X(HARDSWISH_BACKWARD, "hardswish_backward", 0)                                                   \
   X(HARDSIGMOID, "hardsigmoid", 0)                                                                 \
   X(HARDSIGMOID_BACKWARD, "hardsigmoid_backward", 0)                                               \
+  X(SOFTSHRINK, "softshrink", 0)                                                                   \
+  X(HARDSHRINK, "hardshrink", 0)                                                                   \
+  X(SHRINK_BACKWARD, "shrink_backward", 0)                                                         \
+  X(LOG_SIGMOID, "log_sigmoid", 0)                                                                 \
+  X(LOG_SIGMOID_BACKWARD, "log_sigmoid_backward", 0)                                               \
   X(WHERE, "where", 0)                                                                             \
   X(LERP, "lerp", 0)                                                                               \
   X(LERP_SCALAR, "lerp_scalar", 0)                                                                 \

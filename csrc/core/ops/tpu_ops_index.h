@@ -31,7 +31,8 @@
  *     assignments); INDEX_FILL alone takes an index in [-size, 0) as counting from the end, as
  *     index_fill_ does. index_add, index_copy and index_fill come as scatters whose index has
  *     stride 0 outside dim; a scalar source comes as a src view with every stride 0. Every index
- *     is checked before anything is written.
+ *     is checked before anything is written. MAX and MIN (scatter_reduce and index_reduce's
+ *     amax and amin) propagate NaN as PyTorch CPU does.
  *
  * Advanced indexing: x[i1, i2, ...] (INDEX) and its writing form x[i1, i2, ...] = v (INDEX_PUT,
  * index_put_). The caller lays the problem out as PyTorch's AdvancedIndex does (indexed
@@ -106,6 +107,8 @@ typedef enum tpu_accum {
   TPU_ACCUM_ASSIGN, /* dst = src */
   TPU_ACCUM_ADD,    /* dst = dst + alpha * src */
   TPU_ACCUM_MUL,    /* dst = dst * src */
+  TPU_ACCUM_MAX,    /* dst = max(dst, src), a NaN on either side winning; real, non-bool dtypes */
+  TPU_ACCUM_MIN,    /* dst = min(dst, src), likewise */
 } tpu_accum;
 
 #endif

@@ -10,6 +10,21 @@
  *   padding_idx is skipped (as on PyTorch CPU); any other index outside [0, V) is an IndexError,
  *   found before anything is written.
  *
+ * EMBEDDING_BAG: tensors[0] = weight [V, D] (floating, rows contiguous), [1] = indices [N] (int64
+ *   or int32), [2] = offsets [B] (the indices' dtype): bag b holds positions [offsets[b],
+ *   offsets[b + 1]), the last one up to N; [3] = per_sample_weights [N] (weight's dtype; sum only,
+ *   present when there are 4 inputs). Outputs: out [B, D] (weight's dtype, rows contiguous),
+ *   offset2bag [N] int64 (each position's bag; written only when it has N elements, else [0]),
+ *   bag_size [B] int64, max_indices [B, D] int64 for max, else [B]. scalars[0].i = mode (0 sum,
+ *   1 mean, 2 max), [1].i = padding_idx (-1 for none). Positions whose index is padding_idx are
+ *   skipped. out[b]: the sum of the bag's weight rows (each times its per-sample weight) in
+ *   position order, accumulated in float (double for float64) and rounded once; mean divides it
+ *   by the bag's count; max takes each column's maximum, the first strictly greater value winning,
+ *   and max_indices the row it came from. An empty bag is 0. bag_size is 0 for sum, else the
+ *   count; for sum and mean max_indices repeats bag_size (as PyTorch CPU returns). offsets[0] != 0,
+ *   an offset above N or below its predecessor, or an index outside [0, V), is a RuntimeError
+ *   with PyTorch CPU's message.
+ *
  * Losses. The reduction scalar uses ATen's codes: 0 none, 1 mean, 2 sum. Floating dtypes only
  * (float16, bfloat16, float32, float64). A reduced loss accumulates in double and rounds once.
  *   NLL_LOSS: tensors[0] = input [N, C, S], [1] = target [N, S] (int64 or uint8), [2] = weight
@@ -35,6 +50,7 @@
 
 #define TPU_OPS_NN(X)                                                                              \
   X(EMBEDDING_BACKWARD, "embedding_backward", TPU_ATTR(0) | TPU_ATTR(1))                           \
+  X(EMBEDDING_BAG, "embedding_bag", TPU_ATTR(0) | TPU_ATTR(1))                                     \
   X(NLL_LOSS, "nll_loss", TPU_ATTR(0) | TPU_ATTR(1))                                               \
   X(NLL_LOSS_BACKWARD, "nll_loss_backward", TPU_ATTR(0) | TPU_ATTR(1))                             \
   X(MSE_LOSS, "mse_loss", TPU_ATTR(0))                                                             \

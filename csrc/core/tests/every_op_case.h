@@ -27,6 +27,10 @@ typedef enum value_kind {
   VALUES_EVERY,   /* element i (in storage order) is a random nonzero value when i % lo == 0, else
                      0: a known count of nonzero elements for nonzero and the masked ops */
   VALUES_SPECIAL, /* floating: every fifth element NaN, inf, -inf or -0.0, the rest uniform */
+  VALUES_DOMINANT, /* floating square matrices of side lo, dense: uniform in [-1, 1) plus lo + 1 on
+                      the diagonal, so each triangle is positive-definite and well-conditioned */
+  VALUES_ASCENDING, /* element i (in storage order) is (i % hi) * lo - hi * lo / 2 (rounded to the
+                       dtype): dense rows of hi elements ascending by lo, for the sorted searches */
 } value_kind;
 
 typedef struct case_values {
@@ -102,6 +106,8 @@ typedef struct op_case {
 #define SIGNED .values = {VALUES_SIGNED, 0, 0}
 #define EVERY(k) .values = {VALUES_EVERY, k, 0}
 #define SPECIAL .values = {VALUES_SPECIAL, 0, 0}
+#define DOMINANT(side) .values = {VALUES_DOMINANT, side, 0}
+#define ASCENDING_ROWS(step, row) .values = {VALUES_ASCENDING, step, row}
 
 /* Scalar inputs: a float64 or int64 value carried by the call. */
 #define SCALAR_INPUT_F(value)                                                                      \

@@ -1,6 +1,6 @@
 /* Cases of the nn family (ops/tpu_ops_nn.h has the call layouts): embedding backward with a
- * padding row and with frequency scaling, and the losses with every reduction. Indices and
- * targets lie in range. */
+ * padding row and with frequency scaling, embedding bags in each mode, and the losses with every
+ * reduction. Indices and targets lie in range. */
 #ifndef EVERY_OP_CASES_NN_H
 #define EVERY_OP_CASES_NN_H
 
@@ -15,6 +15,18 @@ static const op_case nn_cases[] = {
     {CASE(EMBEDDING_BACKWARD, "large float32 with many duplicates", 2, 1),
      .scalars = {{.i = -1}, {.i = 0}},
      .tensors = {{F32(20000, 8)}, {I64(20000), RANGE(0, 50)}, {F32(50, 8)}}},
+    /* Offsets all 0: every bag but the last is empty, the last holds every position. */
+    {CASE(EMBEDDING_BAG, "float32 sum with per-sample weights", 4, 4),
+     .scalars = {{.i = 0}, {.i = -1}},
+     .tensors = {{F32(50, 16)}, {I64(40), RANGE(0, 50)}, {I64(8), CONST(0)}, {F32(40)},
+                 {F32(8, 16)}, {I64(0)}, {I64(8)}, {I64(8)}}},
+    {CASE(EMBEDDING_BAG, "bfloat16 mean, int32 indices, padding row 3", 3, 4),
+     .scalars = {{.i = 1}, {.i = 3}},
+     .tensors = {{BF16(20, 8)}, {I32(30), RANGE(0, 20)}, {I32(5), CONST(0)}, {BF16(5, 8)},
+                 {I64(30)}, {I64(5)}, {I64(5)}}},
+    {CASE(EMBEDDING_BAG, "float32 max", 3, 4), .scalars = {{.i = 2}, {.i = -1}},
+     .tensors = {{F32(30, 6)}, {I64(25), RANGE(0, 30)}, {I64(4), CONST(0)}, {F32(4, 6)},
+                 {I64(25)}, {I64(4)}, {I64(4, 6)}}},
     {CASE(NLL_LOSS, "mean with class weights, class 2 ignored", 3, 2),
      .scalars = {{.i = 1}, {.i = 2}},
      .tensors = {{F32(8, 5, 3), RANGE(-4, 0)}, {I64(8, 3), RANGE(0, 5)}, {F32(5), RANGE(0.5, 2)},

@@ -20,6 +20,7 @@
 #include "every_op_cases_conv.h"
 #include "every_op_cases_elementwise.h"
 #include "every_op_cases_index.h"
+#include "every_op_cases_linalg.h"
 #include "every_op_cases_matmul.h"
 #include "every_op_cases_nn.h"
 #include "every_op_cases_norm.h"
@@ -28,6 +29,9 @@
 #include "every_op_cases_reduce.h"
 #include "every_op_cases_rnn.h"
 #include "every_op_cases_sort.h"
+#include "every_op_cases_special.h"
+#include "every_op_cases_vision.h"
+#include "drivers/host/kernels/matmul/matmul.h"
 #include "drivers/pjrt/pjrt.h"
 #include "exec/tpu_fused.h"
 #include "ops/tpu_op_fallback.h"
@@ -49,6 +53,8 @@ static const case_table case_tables[] = {
     CASE_TABLE(nn_cases),        CASE_TABLE(conv_cases),      CASE_TABLE(rnn_cases),
     CASE_TABLE(attention_cases), CASE_TABLE(index_cases),     CASE_TABLE(optim_cases),
     CASE_TABLE(sort_cases),
+    CASE_TABLE(special_cases),
+    CASE_TABLE(scan_cases),      CASE_TABLE(linalg_cases),    CASE_TABLE(vision_cases),
 };
 
 /* Calls visit on every case: the tables', then each elementwise row in each of its dtypes. */
@@ -115,7 +121,9 @@ static void fill_storage(void *mem, tpu_dtype dtype, int64_t n, case_values valu
   }
   const bool integral = !tpu_dtype_is_floating(dtype);
   double lo = values.lo, hi = values.hi;
-  if (values.kind == VALUES_EVERY || (lo == 0 && hi == 0)) { /* a default magnitude or value */
+  if (values.kind == VALUES_DOMINANT) /* off the diagonal; the diagonal adds the side plus one */
+    lo = -1, hi = 1;
+  else if (values.kind == VALUES_EVERY || (lo == 0 && hi == 0)) { /* a default magnitude */
     if (values.kind == VALUES_SIGNED || values.kind == VALUES_EVERY)
       lo = integral ? 1 : 0.25, hi = integral ? 50 : 3;
     else if (!integral)
@@ -132,10 +140,19 @@ static void fill_storage(void *mem, tpu_dtype dtype, int64_t n, case_values valu
     case VALUES_CONST: value = values.lo; break;
     case VALUES_SIGNED: value *= sign; break;
     case VALUES_EVERY: value = i % (int64_t)values.lo == 0 ? sign * value : 0; break;
+    case VALUES_ASCENDING:
+      value = (double)(i % (int64_t)values.hi) * values.lo - values.hi * values.lo / 2;
+      break;
     case VALUES_SPECIAL:
       if (!integral && i % 5 == 0)
         value = specials[i / 5 % 4];
       break;
+    case VALUES_DOMINANT: {
+      const int64_t side = (int64_t)values.lo;
+      if (i % (side * side) % (side + 1) == 0)
+        value += (double)side + 1;
+      break;
+    }
     case VALUES_UNIFORM: break;
     }
     store_value(mem, dtype, i, integral ? floor(value) : value);
@@ -538,6 +555,10 @@ int main(void) {
     fprintf(stderr, "cannot select the driver: %s\n", tpu_last_error());
     return 1;
   }
+#ifdef TPU_TEST_BLAS_LIBRARY
+  /* The linalg ops' reference runs LAPACK from the BLAS that Python hands over at import. */
+  tpu_matmul_set_blas_path(TPU_TEST_BLAS_LIBRARY);
+#endif
   own_kernels = strcmp(tpu_driver()->name, "host") != 0 &&
                 strcmp(tpu_driver()->name, "counting") != 0;
   RUN_TEST(test_every_op_has_a_case);

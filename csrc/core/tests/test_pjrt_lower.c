@@ -148,9 +148,20 @@ static void test_families(void) {
   copy->tensors[0] = matrix(a, TPU_FLOAT64, ROWS, COLS, COLS, 1, 0);
   copy->tensors[1] = matrix(b, TPU_BOOL, ROWS, COLS, 1, ROWS, 0);
   free(lower(copy, 2, 1));
-  /* Overlapping views are the fallback's, and so are copies between views of other sizes. */
+  /* An overlapping view reads its elements by their positions (a gather), as do negative
+   * strides; an output that reaches a position twice is the fallback's, and so are copies
+   * between views of other sizes. */
   copy->tensors[0] = matrix(a, TPU_FLOAT32, ROWS, COLS, 2, 1, 0);
+  text = lower(copy, 2, 1);
+  CHECK(text && strstr(text, "stablehlo.gather"));
+  free(text);
+  copy->tensors[0] = matrix(a, TPU_FLOAT32, ROWS, COLS, -COLS, 1, (ROWS - 1) * COLS * 4);
+  text = lower(copy, 2, 1);
+  CHECK(text && strstr(text, "stablehlo.gather"));
+  free(text);
+  copy->tensors[1] = matrix(b, TPU_BOOL, ROWS, COLS, 2, 1, 0);
   CHECK(!tpu_pjrt_lowerable(copy));
+  copy->tensors[1] = matrix(b, TPU_BOOL, ROWS, COLS, 1, ROWS, 0);
   copy->tensors[0] = matrix(a, TPU_FLOAT64, ROWS, 1, 1, 0, 0);
   CHECK(!tpu_pjrt_lowerable(copy));
   tpu_op_call_free(mm);

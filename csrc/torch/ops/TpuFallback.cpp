@@ -269,14 +269,10 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());
 }
 
-// Ops whose composite kernel wins over the backend fallback but misbehaves on tpu: conj_physical_
-// calls a DispatchStub with no tpu entry; mse_loss and smooth_l1_loss call their .out kernels
-// with a 0-dim output that the CPU kernel resizes with a deprecation warning. Run them whole on
-// the host instead.
+// conj_physical_'s composite kernel wins over the backend fallback but calls a DispatchStub with
+// no tpu entry: run it whole on the host instead.
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  for (const char* name : {"conj_physical_", "mse_loss", "smooth_l1_loss"}) {
-    m.impl(name, torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());
-  }
+  m.impl("conj_physical_", torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());
 }
 
 TORCH_LIBRARY_IMPL(_, SparsePrivateUse1, m) {

@@ -22,6 +22,7 @@
 #include "runtime/TpuCore.h"
 
 #include "core/drivers/host/host.h"
+#include "core/drivers/tpu_driver.h"
 #include "core/include/tpu.h"
 
 namespace torch_tpu {
@@ -480,6 +481,9 @@ at::Tensor dot_impl(const at::Tensor& a_in, const at::Tensor& b_in) {
   at::Tensor a = resolved(a_in), b = resolved(b_in);
   at::Tensor out = at::empty({}, a.options());
   int64_t k = a.numel();
+  if (k == 0) {  // a sum over nothing, as on CPU; a DOT of empty vectors has nothing to read
+    return out.zero_();
+  }
   launch_gemm(TPU_OP_DOT, out, view3(a, 1, 1, k, 0, k, a.stride(0)), column(b), nullptr,
               view3(out, 1, 1, 1, 0, 1, 1), 1, 0, conj_flags(a, b));
   return out;
@@ -536,8 +540,13 @@ Fn driver_proc(const char* name) {
   return reinterpret_cast<Fn>(tpu_driver_proc(name));
 }
 
+// Handed to the host driver whichever driver runs: the PJRT driver's fallback runs the host
+// kernels, whose linalg ops find LAPACK in this library.
 void set_blas_library(c10::string_view path) {
-  if (auto set_path = driver_proc<tpu_host_set_blas_path_fn>(TPU_HOST_SET_BLAS_PATH)) {
+  const tpu_driver_i* host = tpu_driver_find("host");
+  if (!host || !host->get_proc_address) return;
+  if (auto set_path =
+          reinterpret_cast<tpu_host_set_blas_path_fn>(host->get_proc_address(TPU_HOST_SET_BLAS_PATH))) {
     set_path(std::string(path).c_str());
   }
 }

@@ -256,6 +256,13 @@ at::Tensor& mse_loss_out(const at::Tensor& self, const at::Tensor& target, int64
   return out;
 }
 
+at::Tensor mse_loss(const at::Tensor& self, const at::Tensor& target, int64_t reduction) {
+  Functional<at::meta::structured_mse_loss> op;
+  op.meta(self, target, reduction);
+  run_mse(self, target, reduction, op.outputs_[0]);
+  return std::move(op.outputs_[0]);
+}
+
 at::Tensor& mse_loss_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
                                   const at::Tensor& target, int64_t reduction,
                                   at::Tensor& grad_input) {
@@ -291,6 +298,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nll_loss2d_forward.output", TORCH_FN(nll_loss2d_forward_out));
   m.impl("nll_loss2d_backward", TORCH_FN(nll_loss2d_backward));
   m.impl("nll_loss2d_backward.grad_input", TORCH_FN(nll_loss2d_backward_out));
+  m.impl("mse_loss", TORCH_FN(mse_loss));
   m.impl("mse_loss.out", TORCH_FN(mse_loss_out));
   m.impl("mse_loss_backward", TORCH_FN(mse_loss_backward));
   m.impl("mse_loss_backward.grad_input", TORCH_FN(mse_loss_backward_out));

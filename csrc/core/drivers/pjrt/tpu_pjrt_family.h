@@ -54,6 +54,7 @@ extern const tpu_pjrt_family tpu_pjrt_trilu_family;     /* tpu_pjrt_lower_index.
 extern const tpu_pjrt_family tpu_pjrt_norm_family;      /* tpu_pjrt_lower_norm.c */
 extern const tpu_pjrt_family tpu_pjrt_nn_family;        /* tpu_pjrt_lower_nn.c */
 extern const tpu_pjrt_family tpu_pjrt_loss_family;      /* tpu_pjrt_lower_nn_loss.c */
+extern const tpu_pjrt_family tpu_pjrt_embedding_bag_family; /* tpu_pjrt_lower_embedding_bag.c */
 extern const tpu_pjrt_family tpu_pjrt_attention_family; /* tpu_pjrt_lower_attention.c */
 extern const tpu_pjrt_family tpu_pjrt_random_family;    /* tpu_pjrt_lower_random.c */
 extern const tpu_pjrt_family tpu_pjrt_multinomial_family; /* tpu_pjrt_lower_multinomial.c */
@@ -66,6 +67,10 @@ extern const tpu_pjrt_family tpu_pjrt_reduce_pick_family; /* tpu_pjrt_lower_redu
 extern const tpu_pjrt_family tpu_pjrt_reduce_stats_family; /* tpu_pjrt_lower_reduce_stats.c */
 extern const tpu_pjrt_family tpu_pjrt_optim_family;      /* tpu_pjrt_lower_optim.c */
 extern const tpu_pjrt_family tpu_pjrt_sort_family;       /* tpu_pjrt_lower_sort.c */
+extern const tpu_pjrt_family tpu_pjrt_special_family;    /* tpu_pjrt_lower_special.c */
+extern const tpu_pjrt_family tpu_pjrt_scan_family;       /* tpu_pjrt_lower_scan.c */
+extern const tpu_pjrt_family tpu_pjrt_vision_family;     /* tpu_pjrt_lower_vision.c */
+extern const tpu_pjrt_family tpu_pjrt_linalg_family;     /* tpu_pjrt_lower_linalg.c */
 
 /* The family whose emitter lowers `call`, or NULL. */
 const tpu_pjrt_family *tpu_pjrt_family_of(const tpu_op_call *call);

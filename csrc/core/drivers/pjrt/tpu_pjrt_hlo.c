@@ -252,6 +252,13 @@ tpu_hlo_value tpu_hlo_binary(tpu_hlo *h, const char *op, tpu_hlo_value a, tpu_hl
   return simple_op(h, name, ops, 2, new_value(h, a.elem, a.rank, a.dims));
 }
 
+tpu_hlo_value tpu_hlo_chlo_binary(tpu_hlo *h, const char *op, tpu_hlo_value a, tpu_hlo_value b) {
+  char name[64];
+  snprintf(name, sizeof name, "chlo.%s", op);
+  const tpu_hlo_value *ops[] = {&a, &b};
+  return simple_op(h, name, ops, 2, new_value(h, a.elem, a.rank, a.dims));
+}
+
 tpu_hlo_value tpu_hlo_compare(tpu_hlo *h, const char *direction, tpu_hlo_value a,
                               tpu_hlo_value b) {
   tpu_hlo_value r = new_value(h, TPU_BOOL, a.rank, a.dims);
@@ -668,6 +675,73 @@ void tpu_hlo_sort(tpu_hlo *h, int n, const tpu_hlo_value *xs, int dim, tpu_hlo_l
   emit(h, ")\n");
 }
 
+/* Writes "^bb0(%a: type, ...):" with a new block argument of each value's type into args. */
+static void emit_block(tpu_hlo *h, int n, const tpu_hlo_value *like, tpu_hlo_value *args) {
+  emit(h, "    ^bb0(");
+  for (int i = 0; i < n; i++) {
+    args[i] = new_value(h, like[i].elem, like[i].rank, like[i].dims);
+    emit(h, i ? ", " : "");
+    emit_name(h, &args[i]);
+    emit(h, ": ");
+    emit_type(h, &args[i]);
+  }
+  emit(h, "):\n");
+}
+
+/* Writes a region's terminator returning v[0..n). */
+static void emit_return(tpu_hlo *h, int n, const tpu_hlo_value *v) {
+  emit(h, "    \"stablehlo.return\"(");
+  for (int i = 0; i < n; i++) {
+    emit(h, i ? ", " : "");
+    emit_name(h, &v[i]);
+  }
+  emit(h, ") : (");
+  for (int i = 0; i < n; i++) {
+    emit(h, i ? ", " : "");
+    emit_type(h, &v[i]);
+  }
+  emit(h, ") -> ()\n");
+}
+
+void tpu_hlo_while(tpu_hlo *h, int n, const tpu_hlo_value *init, tpu_hlo_cond_fn cond,
+                   tpu_hlo_step_fn step, void *ctx, tpu_hlo_value *r) {
+  tpu_hlo_value args[TPU_HLO_MAX_CARRIED], next[TPU_HLO_MAX_CARRIED];
+  if (n < 1 || n > TPU_HLO_MAX_CARRIED) {
+    h->failed = true;
+    return;
+  }
+  emit(h, "    ");
+  for (int i = 0; i < n; i++) { /* several results: %vA, %vB = ... */
+    r[i] = new_value(h, init[i].elem, init[i].rank, init[i].dims);
+    emit(h, i ? ", " : "");
+    emit_name(h, &r[i]);
+  }
+  emit(h, " = \"stablehlo.while\"(");
+  for (int i = 0; i < n; i++) {
+    emit(h, i ? ", " : "");
+    emit_name(h, &init[i]);
+  }
+  emit(h, ") ({\n");
+  emit_block(h, n, init, args);
+  tpu_hlo_value go = cond(h, args, ctx);
+  emit_return(h, 1, &go);
+  emit(h, "    }, {\n");
+  emit_block(h, n, init, args);
+  step(h, args, next, ctx);
+  emit_return(h, n, next);
+  emit(h, "    }) : (");
+  for (int i = 0; i < n; i++) {
+    emit(h, i ? ", " : "");
+    emit_type(h, &init[i]);
+  }
+  emit(h, ") -> (");
+  for (int i = 0; i < n; i++) {
+    emit(h, i ? ", " : "");
+    emit_type(h, &r[i]);
+  }
+  emit(h, ")\n");
+}
+
 tpu_hlo_value tpu_hlo_scatter(tpu_hlo *h, tpu_hlo_value x, tpu_hlo_value index,
                               tpu_hlo_value updates, tpu_hlo_combine combine) {
   int64_t column[2] = {index.dims[0], 1}, window[TPU_MAX_DIMS + 1];
@@ -741,10 +815,49 @@ tpu_hlo_value tpu_hlo_coordinate(tpu_hlo *h, const tpu_hlo_value *like, int64_t 
                            &d);
 }
 
+tpu_hlo_value tpu_hlo_constant_array(tpu_hlo *h, tpu_hlo_elem elem, int64_t n,
+                                     const double *values) {
+  tpu_hlo_value v = new_value(h, elem, 1, &n);
+  emit(h, "    ");
+  emit_name(h, &v);
+  emit(h, " = stablehlo.constant dense<[");
+  for (int64_t i = 0; i < n; i++) {
+    if (tpu_dtype_is_floating(elem))
+      emit(h, "%s%.17e", i ? ", " : "", values[i]);
+    else
+      emit(h, "%s%lld", i ? ", " : "", (long long)values[i]);
+  }
+  emit(h, "]> : ");
+  emit_type(h, &v);
+  emit(h, "\n");
+  return v;
+}
+
 tpu_hlo_value tpu_hlo_any(tpu_hlo *h, tpu_hlo_value pred) {
   int64_t dims[TPU_MAX_DIMS + 1];
   for (int i = 0; i < pred.rank; i++)
     dims[i] = i;
   return tpu_hlo_reduce(h, tpu_hlo_convert(h, pred, TPU_UINT8),
                         tpu_hlo_constant(h, TPU_UINT8, "0"), dims, pred.rank, TPU_HLO_MAX);
+}
+
+tpu_hlo_value tpu_hlo_cholesky(tpu_hlo *h, tpu_hlo_value a, bool lower) {
+  const tpu_hlo_value *operands[] = {&a};
+  tpu_hlo_value r = new_value(h, a.elem, a.rank, a.dims);
+  begin_op(h, &r, "stablehlo.cholesky", operands, 1);
+  emit(h, " {lower = %s}", lower ? "true" : "false");
+  end_op(h, &r, operands, 1);
+  return r;
+}
+
+tpu_hlo_value tpu_hlo_triangular_solve(tpu_hlo *h, tpu_hlo_value a, tpu_hlo_value b, bool left,
+                                       bool lower, bool unit) {
+  const tpu_hlo_value *operands[] = {&a, &b};
+  tpu_hlo_value r = new_value(h, b.elem, b.rank, b.dims);
+  begin_op(h, &r, "stablehlo.triangular_solve", operands, 2);
+  emit(h, " {left_side = %s, lower = %s, unit_diagonal = %s, "
+          "transpose_a = #stablehlo<transpose NO_TRANSPOSE>}",
+       left ? "true" : "false", lower ? "true" : "false", unit ? "true" : "false");
+  end_op(h, &r, operands, 2);
+  return r;
 }

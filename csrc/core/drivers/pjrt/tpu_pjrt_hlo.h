@@ -63,6 +63,8 @@ tpu_hlo_value tpu_hlo_constant(tpu_hlo *h, tpu_hlo_elem elem, const char *litera
 tpu_hlo_value tpu_hlo_unary(tpu_hlo *h, const char *op, tpu_hlo_value x);
 tpu_hlo_value tpu_hlo_chlo_unary(tpu_hlo *h, const char *op, tpu_hlo_value x);
 tpu_hlo_value tpu_hlo_binary(tpu_hlo *h, const char *op, tpu_hlo_value a, tpu_hlo_value b);
+/* A binary CHLO op ("zeta", "polygamma", "next_after") on values of equal dims. */
+tpu_hlo_value tpu_hlo_chlo_binary(tpu_hlo *h, const char *op, tpu_hlo_value a, tpu_hlo_value b);
 
 /* compare with `direction` (EQ, NE, LT, LE, GT, GE): an i1 value. */
 tpu_hlo_value tpu_hlo_compare(tpu_hlo *h, const char *direction, tpu_hlo_value a,
@@ -183,6 +185,20 @@ typedef tpu_hlo_value (*tpu_hlo_less_fn)(tpu_hlo *h, const tpu_hlo_value *a,
 void tpu_hlo_sort(tpu_hlo *h, int n, const tpu_hlo_value *xs, int dim, tpu_hlo_less_fn less,
                   void *ctx, tpu_hlo_value *r);
 
+/* Values one tpu_hlo_while carries. */
+#define TPU_HLO_MAX_CARRIED 8
+
+/* A while loop's condition, the i1 scalar "run the body again", and its body, the next carried
+ * values r[0..n) (of v's types), from the carried values v[0..n), emitted with the ops above.
+ * They may use only their arguments and the constants they make. */
+typedef tpu_hlo_value (*tpu_hlo_cond_fn)(tpu_hlo *h, const tpu_hlo_value *v, void *ctx);
+typedef void (*tpu_hlo_step_fn)(tpu_hlo *h, const tpu_hlo_value *v, tpu_hlo_value *r, void *ctx);
+
+/* The values init[0..n) (1 <= n <= TPU_HLO_MAX_CARRIED) carried through `step` for as long as
+ * `cond` holds (StableHLO's while): r[k] has init[k]'s type. */
+void tpu_hlo_while(tpu_hlo *h, int n, const tpu_hlo_value *init, tpu_hlo_cond_fn cond,
+                   tpu_hlo_step_fn step, void *ctx, tpu_hlo_value *r);
+
 /* x with updates[i] combined into its slice index[i] along dimension 0 (index: rank-1 int64;
  * updates: [index length, x's other dims]), duplicates in an order XLA chooses. Out-of-range
  * indices change nothing. */
@@ -202,11 +218,24 @@ tpu_hlo_value tpu_hlo_full_i64(tpu_hlo *h, int64_t v, const tpu_hlo_value *like)
 /* 0, 1, 2, ... along dimension d of `like`'s dims (int64, like's dims). */
 tpu_hlo_value tpu_hlo_coordinate(tpu_hlo *h, const tpu_hlo_value *like, int64_t d);
 
+/* The rank-1 constant values[0..n) of `elem` (floating, or integers the doubles hold exactly). */
+tpu_hlo_value tpu_hlo_constant_array(tpu_hlo *h, tpu_hlo_elem elem, int64_t n,
+                                     const double *values);
+
 /* The constant `literal` of `elem` broadcast to `like`'s dims. */
 tpu_hlo_value tpu_hlo_full(tpu_hlo *h, tpu_hlo_elem elem, const char *literal,
                            const tpu_hlo_value *like);
 
 /* A uint8 scalar: 1 when any element of the i1 value `pred` is true, else 0. */
 tpu_hlo_value tpu_hlo_any(tpu_hlo *h, tpu_hlo_value pred);
+
+/* StableHLO's Cholesky factor of each matrix of a (rank >= 2, its last two dimensions), read from
+ * its lower (or upper) triangle; the other triangle of the result is unspecified. */
+tpu_hlo_value tpu_hlo_cholesky(tpu_hlo *h, tpu_hlo_value a, bool lower);
+
+/* StableHLO's triangular_solve: X with A X = B (left) or X A = B, A the lower (upper) triangle of
+ * a, with a unit diagonal when `unit`; a and b have equal batch dimensions. */
+tpu_hlo_value tpu_hlo_triangular_solve(tpu_hlo *h, tpu_hlo_value a, tpu_hlo_value b, bool left,
+                                       bool lower, bool unit);
 
 #endif

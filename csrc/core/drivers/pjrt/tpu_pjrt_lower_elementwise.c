@@ -1,4 +1,5 @@
 #include "drivers/pjrt/tpu_pjrt_lower_elementwise.h"
+#include "drivers/pjrt/tpu_pjrt_lower_ew_math.h"
 
 #include <stdio.h>
 
@@ -42,10 +43,11 @@ static int kinds_of(tpu_op_id op) {
   case TPU_OP_HARDSWISH: case TPU_OP_HARDSWISH_BACKWARD: case TPU_OP_HARDSIGMOID:
   case TPU_OP_HARDSIGMOID_BACKWARD: case TPU_OP_SOFTPLUS: case TPU_OP_SOFTPLUS_BACKWARD:
   case TPU_OP_ELU: case TPU_OP_ELU_BACKWARD: case TPU_OP_LOGIT: case TPU_OP_LOGIT_BACKWARD:
-  case TPU_OP_ROUND_DECIMALS:
+  case TPU_OP_ROUND_DECIMALS: case TPU_OP_SOFTSHRINK: case TPU_OP_HARDSHRINK:
+  case TPU_OP_SHRINK_BACKWARD: case TPU_OP_LOG_SIGMOID: case TPU_OP_LOG_SIGMOID_BACKWARD:
     return F;
   default:
-    return 0;
+    return tpu_pjrt_ew_math_kinds(op); /* tpu_pjrt_lower_ew_math.c */
   }
 }
 
@@ -54,7 +56,7 @@ static bool bool_result(tpu_op_id op) {
   case TPU_OP_EQ: case TPU_OP_NE: case TPU_OP_LT: case TPU_OP_LE: case TPU_OP_GT:
   case TPU_OP_GE: case TPU_OP_LOGICAL_AND: case TPU_OP_LOGICAL_OR: case TPU_OP_LOGICAL_XOR:
   case TPU_OP_LOGICAL_NOT: case TPU_OP_ISNAN: case TPU_OP_ISINF: case TPU_OP_ISFINITE:
-  case TPU_OP_ISPOSINF: case TPU_OP_ISNEGINF:
+  case TPU_OP_ISPOSINF: case TPU_OP_ISNEGINF: case TPU_OP_SIGNBIT:
     return true;
   default:
     return false;
@@ -304,6 +306,26 @@ static tpu_hlo_value emit_activation(ew *e, const tpu_hlo_value *x) {
                                  cmp(e, "LT", b, num(e, "3.0"))),
                bin(e, "multiply", a, num(e, "0.16666667163372039795")), /* CPU's float 1/6 */
                zero);
+  case TPU_OP_SOFTSHRINK: { /* x > l ? x - l : x < -l ? x + l : 0 x */
+    tpu_hlo_value l = scal(e, 0), nl = un(e, "negate", l);
+    return sel(e, cmp(e, "GT", a, l), bin(e, "subtract", a, l),
+               sel(e, cmp(e, "LT", a, nl), bin(e, "add", a, l), bin(e, "multiply", zero, a)));
+  }
+  case TPU_OP_HARDSHRINK: case TPU_OP_SHRINK_BACKWARD: { /* -l <= x <= l ? 0 : x (or grad) */
+    tpu_hlo_value x_ = e->call->op == TPU_OP_HARDSHRINK ? a : b, l = scal(e, 0);
+    tpu_hlo_value in = tpu_hlo_binary(e->h, "and", cmp(e, "GE", x_, un(e, "negate", l)),
+                                      cmp(e, "LE", x_, l));
+    return sel(e, in, zero, a);
+  }
+  case TPU_OP_LOG_SIGMOID: /* min(x, 0) - log1p(exp(-|x|)) */
+    return bin(e, "subtract", minmax(e, "minimum", a, zero),
+               un(e, "log_plus_one", un(e, "exponential", un(e, "negate", un(e, "abs", a)))));
+  case TPU_OP_LOG_SIGMOID_BACKWARD: { /* (grad, x): (neg ? 1 : 0) - (neg ? 1 : -1) z / (1 + z) */
+    tpu_hlo_value z = un(e, "exponential", un(e, "negate", un(e, "abs", b)));
+    tpu_hlo_value neg = cmp(e, "LT", b, zero), q = quotient(e, z, bin(e, "add", one, z));
+    tpu_hlo_value d = sel(e, neg, bin(e, "subtract", one, q), q);
+    return bin(e, "multiply", d, a);
+  }
   case TPU_OP_SOFTPLUS: { /* x beta > threshold ? x : log1p(exp(x beta)) / beta */
     tpu_hlo_value xb = bin(e, "multiply", a, scal(e, 0));
     return sel(e, cmp(e, "GT", xb, scal(e, 1)), a,
@@ -498,7 +520,10 @@ static tpu_hlo_value emit_any(ew *e, const tpu_hlo_value *x) {
     tpu_hlo_value inf = num(e, e->work == TPU_FLOAT32 ? "0x7F800000" : "0x7FF0000000000000");
     return cmp(e, "EQ", a, e->call->op == TPU_OP_ISPOSINF ? inf : un(e, "negate", inf));
   }
-  default: return emit_float(e, x);
+  default:
+    if (tpu_pjrt_ew_math_kinds(e->call->op))
+      return tpu_pjrt_ew_math_emit(e->h, e->call, e->work, x, e->scalar, e->ctx);
+    return emit_float(e, x);
   }
 }
 

@@ -12,9 +12,10 @@
 #include "drivers/pjrt/tpu_pjrt_lower_index.h"
 #include "ops/tpu_ops_index.h"
 
-/* The dimension scalars[0] names, negative counting from the end. */
+/* The dimension scalars[0] names, negative counting from the end; a 0-d self (INDEX_SELECT's)
+ * counts as one dimension of size 1. */
 static int dim_of(const tpu_op_call *call) {
-  int64_t d = call->scalars[0].i, rank = call->tensors[0].ndim;
+  int64_t d = call->scalars[0].i, rank = call->tensors[0].ndim ? call->tensors[0].ndim : 1;
   return (int)(d < 0 ? d + rank : d);
 }
 
@@ -26,10 +27,13 @@ static bool supports_index_select(const tpu_op_call *call) {
   const tpu_tensor *self = &call->tensors[0], *index = &call->tensors[1],
                    *out = &call->tensors[2];
   int d = dim_of(call);
-  if (self->ndim < 1 || out->ndim != self->ndim || out->dtype != self->dtype || d < 0 ||
-      d >= self->ndim || index->ndim > 1 || !index->buf || !is_index_dtype(index))
+  if (out->ndim != self->ndim || out->dtype != self->dtype || d < 0 ||
+      d >= (self->ndim ? self->ndim : 1) || index->ndim > 1 || !index->buf ||
+      !is_index_dtype(index))
     return false;
   int64_t count = index->ndim ? index->sizes[0] : 1;
+  if (self->ndim == 0) /* its 0-d output holds the one element the index picks */
+    return count == 1;
   for (int i = 0; i < self->ndim; i++)
     if (out->sizes[i] != (i == d ? count : self->sizes[i]))
       return false;
@@ -57,7 +61,7 @@ static bool is_scatter(tpu_op_id op) {
 
 /* index, src and self (updated in place) of one rank with index within src, and within self
  * outside dim; real dtypes, and bool for assignments (it adds and multiplies as a logical op on
- * the host). */
+ * the host). MAX and MIN (a NaN wins, as XLA's maximum and minimum do) take real dtypes. */
 static bool supports_scatter(const tpu_op_call *call) {
   const tpu_tensor *index = &call->tensors[0], *src = &call->tensors[1], *self = &call->tensors[2];
   int64_t d = call->scalars[0].i, accum = call->scalars[1].i;
@@ -65,7 +69,8 @@ static bool supports_scatter(const tpu_op_call *call) {
       src->ndim != self->ndim || d < 0 || d >= self->ndim || !index->buf ||
       !is_index_dtype(index) || src->dtype != self->dtype ||
       (self->dtype == TPU_BOOL && accum != TPU_ACCUM_ASSIGN) ||
-      (accum != TPU_ACCUM_ASSIGN && accum != TPU_ACCUM_ADD && accum != TPU_ACCUM_MUL))
+      accum < TPU_ACCUM_ASSIGN || accum > TPU_ACCUM_MIN ||
+      (accum >= TPU_ACCUM_MAX && tpu_dtype_is_complex(self->dtype)))
     return false;
   for (int i = 0; i < self->ndim; i++)
     if (index->sizes[i] > src->sizes[i] || (i != d && index->sizes[i] > self->sizes[i]))
@@ -163,7 +168,10 @@ static tpu_hlo_value scatter(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_
       tpu_hlo_value alpha = tpu_hlo_convert(h, scalar(ctx, floating ? 2 : 4, floating), work);
       taken = tpu_hlo_binary(h, "multiply", taken, tpu_hlo_splat(h, alpha, &taken));
     }
-    tpu_hlo_combine combine = accum == TPU_ACCUM_ADD ? TPU_HLO_ADD : TPU_HLO_MUL;
+    tpu_hlo_combine combine = accum == TPU_ACCUM_ADD   ? TPU_HLO_ADD
+                              : accum == TPU_ACCUM_MUL ? TPU_HLO_MUL
+                              : accum == TPU_ACCUM_MAX ? TPU_HLO_MAX
+                                                       : TPU_HLO_MIN;
     r = tpu_hlo_scatter(h, base, targets, taken, combine);
   } else {
     /* Each target's last writer: the largest dim coordinate among the positions hitting it. */
@@ -217,9 +225,12 @@ static void emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
     out[0] = gather(h, in[0], in[1], d, bad);
     return;
   }
-  int64_t count = call->tensors[1].ndim ? call->tensors[1].sizes[0] : 1;
+  int64_t count = call->tensors[1].ndim ? call->tensors[1].sizes[0] : 1, one = 1;
   tpu_hlo_value index = tpu_hlo_reshape(h, tpu_hlo_convert(h, in[1], TPU_INT64), 1, &count);
-  out[0] = tpu_hlo_take(h, in[0], tpu_pjrt_index_checked(h, index, in[0].dims[d], bad), d);
+  tpu_hlo_value self = in[0].rank ? in[0] : tpu_hlo_reshape(h, in[0], 1, &one);
+  out[0] = tpu_hlo_take(h, self, tpu_pjrt_index_checked(h, index, self.dims[d], bad), d);
+  if (!in[0].rank)
+    out[0] = tpu_hlo_reshape(h, out[0], 0, NULL);
 }
 
 static bool message(const tpu_op_call *call, int check, char *buf, size_t len,
@@ -230,7 +241,7 @@ static bool message(const tpu_op_call *call, int check, char *buf, size_t len,
   int d = dim_of(call);
   const tpu_tensor *self = &call->tensors[is_scatter(call->op) ? 2 : 0];
   snprintf(buf, len, "%s(): index out of bounds for dimension %d with size %lld",
-           tpu_op_name(call->op), d, (long long)self->sizes[d]);
+           tpu_op_name(call->op), d, (long long)(self->ndim ? self->sizes[d] : 1));
   return true;
 }
 

@@ -9,12 +9,12 @@
 #include "drivers/pjrt/tpu_pjrt_family.h"
 #include "drivers/pjrt/tpu_pjrt_lower_reduce.h"
 
-/* CUMSUM over a real input of rank >= 1 into an output of its sizes: each element cast to the
- * output's dtype, then summed in float64 (floats) or wrapping int64 (integers). */
+/* CUMSUM over a real or bool input of rank >= 1 into an output of its sizes: each element cast
+ * to the output's dtype, then summed in float64 (floats) or wrapping int64 (integers). */
 static bool supports_cumsum(const tpu_op_call *call) {
   const tpu_tensor *in = &call->tensors[0], *out = &call->tensors[1];
   return call->n_inputs == 1 && call->n_outputs == 1 && in->ndim >= 1 &&
-         tpu_tensor_same_sizes(in, out) && in->dtype != TPU_BOOL && out->dtype != TPU_BOOL &&
+         tpu_tensor_same_sizes(in, out) && out->dtype != TPU_BOOL &&
          call->scalars[0].i >= 0 && call->scalars[0].i < in->ndim;
 }
 

@@ -75,6 +75,35 @@
   X(TRUNC, ELEMENTWISE, NULL)                                                                      \
   X(FRAC, ELEMENTWISE, NULL)                                                                       \
   X(ERFINV, ELEMENTWISE, NULL)                                                                     \
+  X(ACOSH, ELEMENTWISE, NULL)                                                                      \
+  X(ASINH, ELEMENTWISE, NULL)                                                                      \
+  X(ATANH, ELEMENTWISE, NULL)                                                                      \
+  X(SIGNBIT, ELEMENTWISE, NULL)                                                                    \
+  X(SINC, ELEMENTWISE, NULL)                                                                       \
+  X(ANGLE, ELEMENTWISE, NULL)                                                                      \
+  X(ENTR, ELEMENTWISE, NULL)                                                                       \
+  X(LGAMMA, ELEMENTWISE, NULL)                                                                     \
+  X(DIGAMMA, ELEMENTWISE, NULL)                                                                    \
+  X(POLYGAMMA, ELEMENTWISE, NULL)                                                                  \
+  X(I0, ELEMENTWISE, NULL)                                                                         \
+  X(I0E, ELEMENTWISE, NULL)                                                                        \
+  X(I1, ELEMENTWISE, NULL)                                                                         \
+  X(I1E, ELEMENTWISE, NULL)                                                                        \
+  X(NDTRI, ELEMENTWISE, NULL)                                                                      \
+  X(LOG_NDTR, ELEMENTWISE, NULL)                                                                   \
+  X(ERFCX, ELEMENTWISE, NULL)                                                                      \
+  X(LOGADDEXP, ELEMENTWISE, NULL)                                                                  \
+  X(LOGADDEXP2, ELEMENTWISE, NULL)                                                                 \
+  X(HYPOT, ELEMENTWISE, NULL)                                                                      \
+  X(XLOGY, ELEMENTWISE, NULL)                                                                      \
+  X(XLOG1PY, ELEMENTWISE, NULL)                                                                    \
+  X(ZETA, ELEMENTWISE, NULL)                                                                       \
+  X(IGAMMA, ELEMENTWISE, NULL)                                                                     \
+  X(IGAMMAC, ELEMENTWISE, NULL)                                                                    \
+  X(FMAX, ELEMENTWISE, NULL)                                                                       \
+  X(FMIN, ELEMENTWISE, NULL)                                                                       \
+  X(HEAVISIDE, ELEMENTWISE, NULL)                                                                  \
+  X(NEXTAFTER, ELEMENTWISE, NULL)                                                                  \
   X(LOGIT, ELEMENTWISE, NULL)                                                                      \
   X(POW_SCALAR, ELEMENTWISE, NULL)                                                                 \
   X(BITWISE_NOT, ELEMENTWISE, NULL)                                                                \
@@ -112,6 +141,11 @@
   X(HARDSWISH_BACKWARD, ELEMENTWISE, NULL)                                                         \
   X(HARDSIGMOID, ELEMENTWISE, NULL)                                                                \
   X(HARDSIGMOID_BACKWARD, ELEMENTWISE, NULL)                                                       \
+  X(SOFTSHRINK, ELEMENTWISE, NULL)                                                                 \
+  X(HARDSHRINK, ELEMENTWISE, NULL)                                                                 \
+  X(SHRINK_BACKWARD, ELEMENTWISE, NULL)                                                            \
+  X(LOG_SIGMOID, ELEMENTWISE, NULL)                                                                \
+  X(LOG_SIGMOID_BACKWARD, ELEMENTWISE, NULL)                                                       \
   X(WHERE, ELEMENTWISE, NULL)                                                                      \
   X(LERP, ELEMENTWISE, NULL)                                                                       \
   X(LERP_SCALAR, ELEMENTWISE, NULL)                                                                \
@@ -151,6 +185,7 @@
   X(BATCH_NORM_BACKWARD, FAMILY, &tpu_pjrt_batch_norm_family)                                      \
   X(BATCH_NORM_APPLY, FAMILY, &tpu_pjrt_batch_norm_family)                                         \
   X(EMBEDDING_BACKWARD, FAMILY, &tpu_pjrt_nn_family)                                               \
+  X(EMBEDDING_BAG, FAMILY, &tpu_pjrt_embedding_bag_family)                                         \
   X(NLL_LOSS, FAMILY, &tpu_pjrt_nn_family)                                                         \
   X(NLL_LOSS_BACKWARD, FAMILY, &tpu_pjrt_nn_family)                                                \
   X(MSE_LOSS, FAMILY, &tpu_pjrt_loss_family)                                                       \
@@ -186,6 +221,40 @@
   X(FUSED_SGD, FAMILY, &tpu_pjrt_optim_family)                                                     \
   X(AMP_UNSCALE, FAMILY, &tpu_pjrt_optim_family)                                                   \
   X(AMP_UPDATE_SCALE, FAMILY, &tpu_pjrt_optim_family)                                              \
-  X(SORT, FAMILY, &tpu_pjrt_sort_family)
+  X(SORT, FAMILY, &tpu_pjrt_sort_family)                                                           \
+  X(CHEBYSHEV_T, FAMILY, &tpu_pjrt_special_family)                                                 \
+  X(CHEBYSHEV_U, FAMILY, &tpu_pjrt_special_family)                                                 \
+  X(CHEBYSHEV_V, FAMILY, &tpu_pjrt_special_family)                                                 \
+  X(CHEBYSHEV_W, FAMILY, &tpu_pjrt_special_family)                                                 \
+  X(SHIFTED_CHEBYSHEV_T, FAMILY, &tpu_pjrt_special_family)                                         \
+  X(SHIFTED_CHEBYSHEV_U, FAMILY, &tpu_pjrt_special_family)                                         \
+  X(SHIFTED_CHEBYSHEV_V, FAMILY, &tpu_pjrt_special_family)                                         \
+  X(SHIFTED_CHEBYSHEV_W, FAMILY, &tpu_pjrt_special_family)                                         \
+  X(HERMITE_H, FAMILY, &tpu_pjrt_special_family)                                                   \
+  X(HERMITE_HE, FAMILY, &tpu_pjrt_special_family)                                                  \
+  X(LAGUERRE_L, FAMILY, &tpu_pjrt_special_family)                                                  \
+  X(LEGENDRE_P, FAMILY, &tpu_pjrt_special_family)                                                  \
+  X(AIRY_AI, FAMILY, &tpu_pjrt_special_family)                                                     \
+  X(BESSEL_J0, FAMILY, &tpu_pjrt_special_family)                                                   \
+  X(BESSEL_J1, FAMILY, &tpu_pjrt_special_family)                                                   \
+  X(BESSEL_Y0, FAMILY, &tpu_pjrt_special_family)                                                   \
+  X(BESSEL_Y1, FAMILY, &tpu_pjrt_special_family)                                                   \
+  X(MODIFIED_BESSEL_I0, FAMILY, &tpu_pjrt_special_family)                                          \
+  X(MODIFIED_BESSEL_I1, FAMILY, &tpu_pjrt_special_family)                                          \
+  X(MODIFIED_BESSEL_K0, FAMILY, &tpu_pjrt_special_family)                                          \
+  X(MODIFIED_BESSEL_K1, FAMILY, &tpu_pjrt_special_family)                                          \
+  X(SCALED_MODIFIED_BESSEL_K0, FAMILY, &tpu_pjrt_special_family)                                   \
+  X(SCALED_MODIFIED_BESSEL_K1, FAMILY, &tpu_pjrt_special_family)                                   \
+  X(SPHERICAL_BESSEL_J0, FAMILY, &tpu_pjrt_special_family)                                         \
+  X(SCAN, FAMILY, &tpu_pjrt_scan_family)                                                           \
+  X(SEARCH, FAMILY, &tpu_pjrt_scan_family)                                                         \
+  X(HISTC, FAMILY, &tpu_pjrt_scan_family)                                                          \
+  X(RESAMPLE, FAMILY, &tpu_pjrt_vision_family)                                                     \
+  X(RESAMPLE_BACKWARD, FAMILY, &tpu_pjrt_vision_family)                                            \
+  X(CHOLESKY, FAMILY, &tpu_pjrt_linalg_family)                                                     \
+  X(TRIANGULAR_SOLVE, FAMILY, &tpu_pjrt_linalg_family)                                             \
+  X(LU_FACTOR, FAMILY, &tpu_pjrt_linalg_family)                                                    \
+  X(LU_SOLVE, FAMILY, &tpu_pjrt_linalg_family)                                                     \
+  X(EIGH, NONE, NULL) /* XLA's Jacobi expansion picks other eigenvector signs than LAPACK */
 
 #endif

@@ -83,6 +83,31 @@ static bool as_parts(const tpu_tensor *t, tpu_tensor *parts) {
   return true;
 }
 
+/* Whether no two elements of `t` share a position: ordered by the size of their strides, each
+ * dimension steps past all the positions the ones inside it reach (PyTorch's sufficient test). */
+static bool distinct_positions(const tpu_tensor *t) {
+  int64_t step[TPU_MAX_DIMS], size[TPU_MAX_DIMS];
+  int k = 0;
+  for (int i = 0; i < t->ndim; i++)
+    if (t->sizes[i] > 1) {
+      step[k] = t->strides[i] < 0 ? -t->strides[i] : t->strides[i];
+      size[k++] = t->sizes[i];
+    }
+  for (int a = 1; a < k; a++) /* insertion sort by step, ascending */
+    for (int b = a; b > 0 && step[b - 1] > step[b]; b--) {
+      int64_t s = step[b], n = size[b];
+      step[b] = step[b - 1], size[b] = size[b - 1];
+      step[b - 1] = s, size[b - 1] = n;
+    }
+  int64_t reach = 0; /* the farthest position the inner dimensions reach */
+  for (int j = 0; j < k; j++) {
+    if (step[j] <= reach)
+      return false;
+    reach += (size[j] - 1) * step[j];
+  }
+  return true;
+}
+
 bool tpu_pjrt_view_supported(const tpu_tensor *t, bool output) {
   tpu_tensor parts;
   if (tpu_dtype_is_complex(t->dtype))
@@ -92,7 +117,7 @@ bool tpu_pjrt_view_supported(const tpu_tensor *t, bool output) {
   for (int i = 0; i < t->ndim; i++)
     if (output && t->sizes[i] > 1 && t->strides[i] == 0)
       return false;
-  return layout_of(t).nested;
+  return !output || layout_of(t).nested || distinct_positions(t);
 }
 
 bool tpu_pjrt_view_covers(const tpu_tensor *t, size_t nbytes) {
@@ -170,11 +195,52 @@ static tpu_hlo_value read_box(tpu_hlo *h, tpu_hlo_value storage, const tpu_tenso
   return tpu_hlo_reshape(h, flat, l->k + 1, l->box);
 }
 
+/* The positions of view t's elements (int64, t's dims) counted from the lowest of them, which
+ * lies *low elements (<= 0) from t's offset; *span elements reach from the lowest to the highest.
+ * Views that do not nest (negative or overlapping strides, steps that do not divide the row)
+ * read their elements at these positions (a gather) and write them there. */
+static tpu_hlo_value positions(tpu_hlo *h, const tpu_tensor *t, int64_t *low, int64_t *span) {
+  tpu_hlo_value like = {.elem = TPU_INT64, .rank = t->ndim};
+  int64_t lo = 0, hi = 0;
+  for (int i = 0; i < t->ndim; i++) {
+    like.dims[i] = t->sizes[i];
+    int64_t reach = t->sizes[i] > 1 ? (t->sizes[i] - 1) * t->strides[i] : 0;
+    *(reach < 0 ? &lo : &hi) += reach;
+  }
+  tpu_hlo_value at = tpu_hlo_full_i64(h, -lo, &like);
+  for (int i = 0; i < t->ndim; i++)
+    if (t->sizes[i] > 1 && t->strides[i] != 0) {
+      tpu_hlo_value step = tpu_hlo_full_i64(h, t->strides[i], &like);
+      tpu_hlo_value moved = tpu_hlo_binary(h, "multiply", tpu_hlo_coordinate(h, &like, i), step);
+      at = tpu_hlo_binary(h, "add", at, moved);
+    }
+  *low = lo;
+  *span = hi - lo + 1;
+  return at;
+}
+
+static int64_t elements_of(const tpu_tensor *t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->ndim; i++)
+    n *= t->sizes[i];
+  return n;
+}
+
+static tpu_hlo_value read_positions(tpu_hlo *h, tpu_hlo_value storage, const tpu_tensor *t) {
+  int64_t low, span, n = elements_of(t);
+  tpu_hlo_value at = tpu_hlo_reshape(h, positions(h, t, &low, &span), 1, &n);
+  int64_t first = t->offset + low * (int64_t)tpu_dtype_size(t->dtype);
+  tpu_hlo_value flat = storage_to_elems(h, storage, first, span, t->dtype);
+  return tpu_hlo_reshape(h, tpu_hlo_take(h, flat, at, 0), t->ndim, t->sizes);
+}
+
 tpu_hlo_value tpu_pjrt_view_read(tpu_hlo *h, tpu_hlo_value storage, const tpu_tensor *t) {
   tpu_tensor parts;
   if (as_parts(t, &parts))
     t = &parts;
   layout l = layout_of(t);
+  if (!l.nested)
+    return read_positions(h, storage, t);
   int64_t sorted[TPU_MAX_DIMS + 1], zeros[TPU_MAX_DIMS + 1] = {0}, perm[TPU_MAX_DIMS];
   for (int j = 0; j < l.k; j++)
     sorted[j] = t->sizes[l.dim[j]];
@@ -205,12 +271,49 @@ tpu_hlo_value tpu_pjrt_view_read(tpu_hlo *h, tpu_hlo_value storage, const tpu_te
   return tpu_hlo_broadcast(h, kept, t->ndim, t->sizes, bdims);
 }
 
+/* `storage` with the `span` elements (of t's value type) from byte `offset` replaced by `flat`. */
+static tpu_hlo_value store_elems(tpu_hlo *h, const tpu_hlo_value *storage, const tpu_tensor *t,
+                                 int64_t offset, tpu_hlo_value flat) {
+  tpu_dtype elem = tpu_pjrt_view_storage_elem(t->dtype);
+  if (!storage)
+    return tpu_hlo_convert(h, flat, elem);
+  if (direct(*storage, t->dtype, offset)) {
+    int64_t at = offset / (int64_t)tpu_dtype_size(elem);
+    return tpu_hlo_update_slice(h, *storage, tpu_hlo_convert(h, flat, elem), &at);
+  }
+  /* Through the bytes, back to the storage's element type. */
+  tpu_hlo_value bytes = elems_to_bytes(h, *storage);
+  int64_t size = (int64_t)tpu_dtype_size(storage->elem);
+  bytes = tpu_hlo_update_slice(h, bytes, elems_to_bytes(h, flat), &offset);
+  return bytes_to_elems(h, bytes, 0, bytes.dims[0] / size, storage->elem);
+}
+
+/* A write through a view that does not nest: each position of the span takes the element that
+ * lands there (found by scattering element numbers, as no two elements share a position) or
+ * keeps its value. */
+static tpu_hlo_value write_positions(tpu_hlo *h, const tpu_hlo_value *storage,
+                                     const tpu_tensor *t, tpu_hlo_value value) {
+  int64_t low, span, n = elements_of(t);
+  tpu_hlo_value at = tpu_hlo_reshape(h, positions(h, t, &low, &span), 1, &n);
+  int64_t first = t->offset + low * (int64_t)tpu_dtype_size(t->dtype);
+  tpu_hlo_value old = storage_to_elems(h, *storage, first, span, t->dtype);
+  tpu_hlo_value none = tpu_hlo_full_i64(h, -1, &old);
+  tpu_hlo_value which = tpu_hlo_scatter(h, none, at, tpu_hlo_iota(h, TPU_INT64, n), TPU_HLO_MAX);
+  tpu_hlo_value written = tpu_hlo_compare(h, "GE", which, tpu_hlo_full_i64(h, 0, &old));
+  tpu_hlo_value source = tpu_hlo_binary(h, "maximum", which, tpu_hlo_full_i64(h, 0, &old));
+  tpu_hlo_value elems = tpu_hlo_reshape(h, value, 1, &n);
+  tpu_hlo_value flat = tpu_hlo_select(h, written, tpu_hlo_take(h, elems, source, 0), old);
+  return store_elems(h, storage, t, first, flat);
+}
+
 tpu_hlo_value tpu_pjrt_view_write(tpu_hlo *h, const tpu_hlo_value *storage, const tpu_tensor *t,
                                   tpu_hlo_value value) {
   tpu_tensor parts;
   if (as_parts(t, &parts))
     t = &parts;
   layout l = layout_of(t);
+  if (!l.nested)
+    return write_positions(h, storage, t, value);
   int64_t sorted[TPU_MAX_DIMS + 1], zeros[TPU_MAX_DIMS + 1] = {0}, perm[TPU_MAX_DIMS];
   for (int j = 0; j < l.k; j++) {
     sorted[j] = t->sizes[l.dim[j]];
@@ -240,16 +343,5 @@ tpu_hlo_value tpu_pjrt_view_write(tpu_hlo *h, const tpu_hlo_value *storage, cons
     int64_t start = 0;
     flat = tpu_hlo_slice(h, flat, &start, &l.span);
   }
-  tpu_dtype elem = tpu_pjrt_view_storage_elem(t->dtype);
-  if (!storage)
-    return tpu_hlo_convert(h, flat, elem);
-  if (direct(*storage, t->dtype, t->offset)) {
-    int64_t at = t->offset / (int64_t)tpu_dtype_size(elem);
-    return tpu_hlo_update_slice(h, *storage, tpu_hlo_convert(h, flat, elem), &at);
-  }
-  /* Through the bytes, back to the storage's element type. */
-  tpu_hlo_value bytes = elems_to_bytes(h, *storage);
-  int64_t at = t->offset, size = (int64_t)tpu_dtype_size(storage->elem);
-  bytes = tpu_hlo_update_slice(h, bytes, elems_to_bytes(h, flat), &at);
-  return bytes_to_elems(h, bytes, 0, bytes.dims[0] / size, storage->elem);
+  return store_elems(h, storage, t, t->offset, flat);
 }

@@ -6,7 +6,9 @@
  * updates the storage in place of the old value. A view of another dtype than the storage's
  * elements (or at an offset that is not a multiple of their size) goes through the storage's bytes
  * (bitcasts). That covers contiguous tensors, transposes, narrow, step slices, expand and views of
- * a storage as another dtype; other views (an overlapping as_strided) are not supported yet.
+ * a storage as another dtype. Any other view (negative strides, an overlapping as_strided, a step
+ * that does not divide the row) reads its elements by their positions in the storage (a gather)
+ * and, when no two of them share a position, writes them the same way (a scatter).
  * Modules compute on complex numbers part by part, so a complex view reads and writes as the view
  * of its parts (torch.view_as_real: a last dimension of 2, real part first) and its values are of
  * the part type (float32 for complex64, float64 for complex128). */
@@ -19,8 +21,9 @@
 #include "tensor/tpu_tensor.h"
 
 /* Whether `t` (a checked view with elements) can be read, or written when `output`: the views the
- * functions below take. A complex view with TPU_MAX_DIMS dimensions cannot be (the view of its
- * parts would need one more). */
+ * functions below take. Every view can be read; an output must not reach a position twice. A
+ * complex view with TPU_MAX_DIMS dimensions cannot be (the view of its parts would need one
+ * more). */
 bool tpu_pjrt_view_supported(const tpu_tensor *t, bool output);
 
 /* The element type a storage takes when a view of `dtype` writes all of it: the type of its

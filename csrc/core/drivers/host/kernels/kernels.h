@@ -81,6 +81,35 @@ typedef tpu_status (*tpu_kernel_fn)(const tpu_op_call *call);
   X(TRUNC, tpu_kernel_trunc)                                                                       \
   X(FRAC, tpu_kernel_frac)                                                                         \
   X(ERFINV, tpu_kernel_erfinv)                                                                     \
+  X(ACOSH, tpu_kernel_acosh)                                                                       \
+  X(ASINH, tpu_kernel_asinh)                                                                       \
+  X(ATANH, tpu_kernel_atanh)                                                                       \
+  X(SIGNBIT, tpu_kernel_signbit)                                                                   \
+  X(SINC, tpu_kernel_sinc)                                                                         \
+  X(ANGLE, tpu_kernel_angle)                                                                       \
+  X(ENTR, tpu_kernel_entr)                                                                         \
+  X(LGAMMA, tpu_kernel_lgamma)                                                                     \
+  X(DIGAMMA, tpu_kernel_digamma)                                                                   \
+  X(POLYGAMMA, tpu_kernel_polygamma)                                                               \
+  X(I0, tpu_kernel_i0)                                                                             \
+  X(I0E, tpu_kernel_i0e)                                                                           \
+  X(I1, tpu_kernel_i1)                                                                             \
+  X(I1E, tpu_kernel_i1e)                                                                           \
+  X(NDTRI, tpu_kernel_ndtri)                                                                       \
+  X(LOG_NDTR, tpu_kernel_log_ndtr)                                                                 \
+  X(ERFCX, tpu_kernel_erfcx)                                                                       \
+  X(LOGADDEXP, tpu_kernel_logaddexp)                                                               \
+  X(LOGADDEXP2, tpu_kernel_logaddexp2)                                                             \
+  X(HYPOT, tpu_kernel_hypot)                                                                       \
+  X(XLOGY, tpu_kernel_xlogy)                                                                       \
+  X(XLOG1PY, tpu_kernel_xlog1py)                                                                   \
+  X(ZETA, tpu_kernel_zeta)                                                                         \
+  X(IGAMMA, tpu_kernel_igamma)                                                                     \
+  X(IGAMMAC, tpu_kernel_igammac)                                                                   \
+  X(FMAX, tpu_kernel_fmax)                                                                         \
+  X(FMIN, tpu_kernel_fmin)                                                                         \
+  X(HEAVISIDE, tpu_kernel_heaviside)                                                               \
+  X(NEXTAFTER, tpu_kernel_nextafter)                                                               \
   X(LOGIT, tpu_kernel_logit)                                                                       \
   X(POW_SCALAR, tpu_kernel_pow_scalar)                                                             \
   X(BITWISE_NOT, tpu_kernel_bitwise_not)                                                           \
@@ -118,6 +147,11 @@ typedef tpu_status (*tpu_kernel_fn)(const tpu_op_call *call);
   X(HARDSWISH_BACKWARD, tpu_kernel_hardswish_backward)                                             \
   X(HARDSIGMOID, tpu_kernel_hardsigmoid)                                                           \
   X(HARDSIGMOID_BACKWARD, tpu_kernel_hardsigmoid_backward)                                         \
+  X(SOFTSHRINK, tpu_kernel_softshrink)                                                             \
+  X(HARDSHRINK, tpu_kernel_hardshrink)                                                             \
+  X(SHRINK_BACKWARD, tpu_kernel_shrink_backward)                                                   \
+  X(LOG_SIGMOID, tpu_kernel_log_sigmoid)                                                           \
+  X(LOG_SIGMOID_BACKWARD, tpu_kernel_log_sigmoid_backward)                                         \
   X(WHERE, tpu_kernel_where)                                                                       \
   X(LERP, tpu_kernel_lerp)                                                                         \
   X(LERP_SCALAR, tpu_kernel_lerp_scalar)                                                           \
@@ -165,6 +199,7 @@ typedef tpu_status (*tpu_kernel_fn)(const tpu_op_call *call);
 
 #define TPU_HOST_KERNELS_NN(X)                                                                     \
   X(EMBEDDING_BACKWARD, tpu_kernel_embedding_backward)                                             \
+  X(EMBEDDING_BAG, tpu_kernel_embedding_bag)                                                       \
   X(NLL_LOSS, tpu_kernel_nll_loss)                                                                 \
   X(NLL_LOSS_BACKWARD, tpu_kernel_nll_loss_backward)                                               \
   X(MSE_LOSS, tpu_kernel_mse_loss)                                                                 \
@@ -211,7 +246,48 @@ typedef tpu_status (*tpu_kernel_fn)(const tpu_op_call *call);
   X(AMP_UNSCALE, tpu_kernel_amp_unscale)                                                           \
   X(AMP_UPDATE_SCALE, tpu_kernel_amp_update_scale)
 
-#define TPU_HOST_KERNELS_SORT(X) X(SORT, tpu_kernel_sort)
+#define TPU_HOST_KERNELS_VISION(X)                                                                 \
+  X(RESAMPLE, tpu_kernel_resample)                                                                 \
+  X(RESAMPLE_BACKWARD, tpu_kernel_resample_backward)
+
+#define TPU_HOST_KERNELS_SORT(X)                                                                   \
+  X(SORT, tpu_kernel_sort)                                                                         \
+  X(SCAN, tpu_kernel_scan)                                                                         \
+  X(SEARCH, tpu_kernel_search)                                                                     \
+  X(HISTC, tpu_kernel_histc)
+
+#define TPU_HOST_KERNELS_SPECIAL(X)                                                                \
+  X(CHEBYSHEV_T, tpu_kernel_chebyshev_t)                                                           \
+  X(CHEBYSHEV_U, tpu_kernel_chebyshev_u)                                                           \
+  X(CHEBYSHEV_V, tpu_kernel_chebyshev_v)                                                           \
+  X(CHEBYSHEV_W, tpu_kernel_chebyshev_w)                                                           \
+  X(SHIFTED_CHEBYSHEV_T, tpu_kernel_shifted_chebyshev_t)                                           \
+  X(SHIFTED_CHEBYSHEV_U, tpu_kernel_shifted_chebyshev_u)                                           \
+  X(SHIFTED_CHEBYSHEV_V, tpu_kernel_shifted_chebyshev_v)                                           \
+  X(SHIFTED_CHEBYSHEV_W, tpu_kernel_shifted_chebyshev_w)                                           \
+  X(HERMITE_H, tpu_kernel_hermite_h)                                                               \
+  X(HERMITE_HE, tpu_kernel_hermite_he)                                                             \
+  X(LAGUERRE_L, tpu_kernel_laguerre_l)                                                             \
+  X(LEGENDRE_P, tpu_kernel_legendre_p)                                                             \
+  X(AIRY_AI, tpu_kernel_airy_ai)                                                                   \
+  X(BESSEL_J0, tpu_kernel_bessel_j0)                                                               \
+  X(BESSEL_J1, tpu_kernel_bessel_j1)                                                               \
+  X(BESSEL_Y0, tpu_kernel_bessel_y0)                                                               \
+  X(BESSEL_Y1, tpu_kernel_bessel_y1)                                                               \
+  X(MODIFIED_BESSEL_I0, tpu_kernel_modified_bessel_i0)                                             \
+  X(MODIFIED_BESSEL_I1, tpu_kernel_modified_bessel_i1)                                             \
+  X(MODIFIED_BESSEL_K0, tpu_kernel_modified_bessel_k0)                                             \
+  X(MODIFIED_BESSEL_K1, tpu_kernel_modified_bessel_k1)                                             \
+  X(SCALED_MODIFIED_BESSEL_K0, tpu_kernel_scaled_modified_bessel_k0)                               \
+  X(SCALED_MODIFIED_BESSEL_K1, tpu_kernel_scaled_modified_bessel_k1)                               \
+  X(SPHERICAL_BESSEL_J0, tpu_kernel_spherical_bessel_j0)
+
+#define TPU_HOST_KERNELS_LINALG(X)                                                                 \
+  X(CHOLESKY, tpu_kernel_cholesky)                                                                 \
+  X(TRIANGULAR_SOLVE, tpu_kernel_triangular_solve)                                                 \
+  X(LU_FACTOR, tpu_kernel_lu_factor)                                                               \
+  X(LU_SOLVE, tpu_kernel_lu_solve)                                                                 \
+  X(EIGH, tpu_kernel_eigh)
 
 #define TPU_HOST_KERNELS(X)                                                                        \
   TPU_HOST_KERNELS_BASE(X)                                                                         \
@@ -226,7 +302,10 @@ typedef tpu_status (*tpu_kernel_fn)(const tpu_op_call *call);
   TPU_HOST_KERNELS_ATTENTION(X)                                                                    \
   TPU_HOST_KERNELS_INDEX(X)                                                                        \
   TPU_HOST_KERNELS_OPTIM(X)                                                                        \
-  TPU_HOST_KERNELS_SORT(X)
+  TPU_HOST_KERNELS_SORT(X)                                                                         \
+  TPU_HOST_KERNELS_SPECIAL(X)                                                                      \
+  TPU_HOST_KERNELS_VISION(X)                                                                       \
+  TPU_HOST_KERNELS_LINALG(X)
 
 /* Declares every kernel; kernels shared by several ops are declared more than once, which C
  * allows. */

@@ -111,6 +111,24 @@ FLOAT_OP(EW_GEN1, hardsigmoid, tpu_kernel_hardsigmoid, RELU6_SHIFTED(a) / 6)
 FLOAT_OP(EW_GEN2, hardsigmoid_backward, tpu_kernel_hardsigmoid_backward,
          b > -3 && b < 3 ? a * (T)(1.0f / 6) : 0) /* CPU's float constant, also for double */
 
+/* ---- shrinks and log_sigmoid ---- */
+FLOAT_OP(EW_GEN1, softshrink, tpu_kernel_softshrink,
+         a > s0 ? a - s0 : a < -s0 ? a + s0 : (T)0 * a)
+FLOAT_OP(EW_GEN1, hardshrink, tpu_kernel_hardshrink, a >= -s0 && a <= s0 ? 0 : a)
+FLOAT_OP(EW_GEN2, shrink_backward, tpu_kernel_shrink_backward, b >= -s0 && b <= s0 ? 0 : a)
+/* vec::minimum propagates NaN; so does the log1p term, so MIN_ order does not matter. */
+FLOAT_OP(EW_GEN1, log_sigmoid, tpu_kernel_log_sigmoid,
+         MIN_(a, (T)0) - EW_LOG1P(EW_EXP(-(T)fabs(a))))
+#define LOG_SIGMOID_BACKWARD(D, T_, U, op, unused)                                                 \
+  static inline T_ op##_##D##_value(T_ dy, T_ x) {                                                 \
+    typedef T_ T;                                                                                  \
+    T z = EW_EXP(-(T)fabs(x));                                                                     \
+    T max_deriv = x < 0 ? (T)1 : (T)0, sign = x < 0 ? (T)1 : (T)-1;                                \
+    return (max_deriv - sign * (z / (1 + z))) * dy;                                                \
+  }                                                                                                \
+  EW_GEN2(D, T_, U, op, op##_##D##_value(a, b))
+FLOAT_OP(LOG_SIGMOID_BACKWARD, log_sigmoid_backward, tpu_kernel_log_sigmoid_backward, unused)
+
 /* ---- where, lerp, addcmul, addcdiv ---- */
 #define WHERE(D, T, U, op) EW_LOOP3(op##_##D, T, U, T, uint8_t, T, T, a ? b : c)
 EW_FLOATS(WHERE, where)

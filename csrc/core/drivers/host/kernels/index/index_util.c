@@ -78,6 +78,41 @@ ASSIGN_LOOP(16)
       mul_run_##NAME(d, ds, s, ss, n);                                                             \
   }
 
+/* MAX and MIN for one real dtype, PyTorch CPU's step: a NaN src wins, else std::max/min, which
+ * keep a NaN dst. The result is one of the operands, so it is stored as is. */
+#define EXTREMUM_LOOPS(NAME, T, LOAD)                                                              \
+  static void max_##NAME(char *d, int64_t ds, const char *s, int64_t ss, int64_t n,                \
+                         const tpu_accum_alpha *a) {                                               \
+    (void)a;                                                                                       \
+    for (int64_t i = 0; i < n; i++) {                                                              \
+      T x, y;                                                                                      \
+      memcpy(&x, d + i * ds, sizeof x);                                                            \
+      memcpy(&y, s + i * ss, sizeof y);                                                            \
+      if (LOAD(y) != LOAD(y) || LOAD(x) < LOAD(y))                                                 \
+        memcpy(d + i * ds, &y, sizeof y);                                                          \
+    }                                                                                              \
+  }                                                                                                \
+  static void min_##NAME(char *d, int64_t ds, const char *s, int64_t ss, int64_t n,                \
+                         const tpu_accum_alpha *a) {                                               \
+    (void)a;                                                                                       \
+    for (int64_t i = 0; i < n; i++) {                                                              \
+      T x, y;                                                                                      \
+      memcpy(&x, d + i * ds, sizeof x);                                                            \
+      memcpy(&y, s + i * ss, sizeof y);                                                            \
+      if (LOAD(y) != LOAD(y) || LOAD(y) < LOAD(x))                                                 \
+        memcpy(d + i * ds, &y, sizeof y);                                                          \
+    }                                                                                              \
+  }
+EXTREMUM_LOOPS(u8, uint8_t, L_SAME)
+EXTREMUM_LOOPS(i8, int8_t, L_SAME)
+EXTREMUM_LOOPS(i16, int16_t, L_SAME)
+EXTREMUM_LOOPS(i32, int32_t, L_SAME)
+EXTREMUM_LOOPS(i64, int64_t, L_SAME)
+EXTREMUM_LOOPS(f16, uint16_t, L_F16)
+EXTREMUM_LOOPS(bf16, uint16_t, L_BF16)
+EXTREMUM_LOOPS(f32, float, L_SAME)
+EXTREMUM_LOOPS(f64, double, L_SAME)
+
 REAL_LOOPS(u8, uint8_t, uint64_t, L_INT, L_SAME, ALPHA_INT)
 REAL_LOOPS(i8, int8_t, uint64_t, L_INT, L_SAME, ALPHA_INT)
 REAL_LOOPS(i16, int16_t, uint64_t, L_INT, L_SAME, ALPHA_INT)
@@ -150,6 +185,18 @@ static const tpu_accum_fn mul_loops[TPU_COMPLEX128 + 1] = {
     [TPU_FLOAT64] = mul_f64, [TPU_COMPLEX64] = mul_c64, [TPU_COMPLEX128] = mul_c128,
 };
 
+static const tpu_accum_fn max_loops[TPU_COMPLEX128 + 1] = {
+    [TPU_UINT8] = max_u8,    [TPU_INT8] = max_i8,       [TPU_INT16] = max_i16,
+    [TPU_INT32] = max_i32,   [TPU_INT64] = max_i64,     [TPU_FLOAT16] = max_f16,
+    [TPU_BFLOAT16] = max_bf16, [TPU_FLOAT32] = max_f32, [TPU_FLOAT64] = max_f64,
+};
+
+static const tpu_accum_fn min_loops[TPU_COMPLEX128 + 1] = {
+    [TPU_UINT8] = min_u8,    [TPU_INT8] = min_i8,       [TPU_INT16] = min_i16,
+    [TPU_INT32] = min_i32,   [TPU_INT64] = min_i64,     [TPU_FLOAT16] = min_f16,
+    [TPU_BFLOAT16] = min_bf16, [TPU_FLOAT32] = min_f32, [TPU_FLOAT64] = min_f64,
+};
+
 tpu_accum_fn tpu_accum_loop(tpu_dtype dtype, tpu_accum op) {
   if (op == TPU_ACCUM_ASSIGN) {
     switch (tpu_dtype_size(dtype)) {
@@ -163,7 +210,13 @@ tpu_accum_fn tpu_accum_loop(tpu_dtype dtype, tpu_accum op) {
   }
   if (!tpu_dtype_is_computable(dtype))
     return NULL;
-  return op == TPU_ACCUM_ADD ? add_loops[dtype] : op == TPU_ACCUM_MUL ? mul_loops[dtype] : NULL;
+  switch (op) {
+  case TPU_ACCUM_ADD: return add_loops[dtype];
+  case TPU_ACCUM_MUL: return mul_loops[dtype];
+  case TPU_ACCUM_MAX: return max_loops[dtype];
+  case TPU_ACCUM_MIN: return min_loops[dtype];
+  default: return NULL;
+  }
 }
 
 typedef struct grain_run {
