@@ -22,7 +22,10 @@ PJRT_TESTS := tests/test_pjrt.py tests/test_ops_elementwise.py tests/test_ops_ma
 	tests/test_models.py tests/test_ops_nn.py tests/test_ops_attention.py \
 	tests/test_ops_attention_grad.py tests/test_fused.py tests/test_debug_mode.py \
 	tests/test_random.py tests/test_ops_conv_rnn.py tests/test_dist.py tests/test_compile.py \
-	tests/test_pjrt_devices.py tests/test_ops_sort.py tests/test_ops_sampling.py
+	tests/test_pjrt_devices.py tests/test_ops_sort.py tests/test_ops_sampling.py \
+	tests/test_ops_search.py \
+	tests/test_ops_linalg.py \
+	tests/test_ops_nn_losses.py
 
 .PHONY: setup demo test core-tests core-tests-sanitized core-tests-tsan fault-injection fuzz-core fuzz soak pytest pytest-pjrt lint bench bench-full clean
 

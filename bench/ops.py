@@ -188,6 +188,71 @@ def reduction_cases() -> list[OpCase]:
             4 * 64 * 50257 + 12 * 64 * 50,
             quick=False,
         ),
+        # Small k of long rows, as samplers and retrieval take them: "flops" one comparison per
+        # element; bytes the input and the k values and indices.
+        OpCase(
+            "reduction",
+            "topk_small_k",
+            "50000 fp32, k 5",
+            _randn(50_000),
+            lambda i, o: torch.topk(i[0], 5).values,
+            50_000,
+            4 * 50_000 + 12 * 5,
+        ),
+        OpCase(
+            "reduction",
+            "topk_rows",
+            "1000x1000 fp32, k 50",
+            _randn(1000, 1000),
+            lambda i, o: torch.topk(i[0], 50).values,
+            1000 * 1000,
+            4 * 1000 * 1000 + 12 * 1000 * 50,
+        ),
+        # Histograms: "flops" the bin arithmetic per element (subtract, multiply, divide).
+        OpCase(
+            "reduction",
+            "histc",
+            "64 MiB fp32, 100 bins",
+            _randn(n),
+            lambda i, o: torch.histc(i[0], 100, -3, 3),
+            3 * n,
+            b,
+        ),
+        OpCase(
+            "reduction",
+            "histc_small",
+            "64K fp32, 1000 bins",
+            _randn(65536),
+            lambda i, o: torch.histc(i[0], 1000, -4, 4),
+            3 * 65536,
+            4 * 65536,
+        ),
+    ]
+
+
+def embedding_bag_cases() -> list[OpCase]:
+    """DLRM-style sparse features: 4096 bags of 32 rows each from a 100000x64 fp32 table, summed
+    (flops: one add per gathered element; bytes: the rows, the indices and the output)."""
+    rows, dim, bags, per_bag = 100_000, 64, 4096, 32
+    n = bags * per_bag
+
+    def make(g: torch.Generator) -> Inputs:
+        return (
+            torch.randn(rows, dim, generator=g),
+            torch.randint(0, rows, (n,), generator=g),
+            torch.arange(0, n, per_bag),
+        )
+
+    return [
+        OpCase(
+            "reduction",
+            "embedding_bag",
+            f"{rows}x{dim} fp32, {bags} bags of {per_bag}, sum",
+            make,
+            lambda i, o: F.embedding_bag(i[1], i[0], i[2], mode="sum"),
+            n * dim,
+            4 * n * dim + 8 * n + 4 * bags * dim,
+        ),
     ]
 
 
@@ -269,6 +334,24 @@ def conv_cases() -> list[OpCase]:
     return [conv(16, 3, 32, 64), conv(16, 64, 64, 32), conv(16, 128, 128, 16)]
 
 
+def upsample_cases() -> list[OpCase]:
+    """Bilinear 2x upsampling of a batch of feature maps (a decoder's or an FPN's): each output
+    element mixes 4 inputs with 3 multiply-adds (flops: 8 per output element)."""
+    bsz, ch, hw = 16, 64, 64
+    out_elems = bsz * ch * 4 * hw * hw
+    return [
+        OpCase(
+            "conv",
+            "bilinear upsample 2x",
+            f"{bsz}x{ch}x{hw}x{hw} fp32",
+            _randn(bsz, ch, hw, hw),
+            lambda i, o: F.interpolate(i[0], scale_factor=2, mode="bilinear"),
+            8 * out_elems,
+            4 * (bsz * ch * hw * hw + out_elems),
+        ),
+    ]
+
+
 def attention_cases() -> list[OpCase]:
     c = GPT_SMALL
     b, h, s, dh = c.batch, c.n_heads, c.seq, c.d_model // c.n_heads
@@ -295,8 +378,10 @@ def all_cases(quick: bool) -> list[OpCase]:
         *latency_cases(),
         *elementwise_cases(),
         *reduction_cases(),
+        *embedding_bag_cases(),
         *gemm_cases(),
         *conv_cases(),
+        *upsample_cases(),
         *attention_cases(),
     ]
     return [c for c in cases if c.quick or not quick]

@@ -23,9 +23,9 @@ def make(shape: Sequence[int], dtype: torch.dtype, seed: int = 0, low: float = -
     and repeats, so counts and ties occur), signed floats, 0/1 for bool."""
     g = torch.Generator().manual_seed(seed)
     if dtype == torch.bool:
-        return torch.rand(*shape, generator=g) > 0.5
+        return torch.rand(tuple(shape), generator=g) > 0.5
     if dtype.is_floating_point or dtype.is_complex:
-        return (torch.randn(*shape, generator=g, dtype=torch.float64) * 2).to(dtype)
+        return (torch.randn(tuple(shape), generator=g, dtype=torch.float64) * 2).to(dtype)
     lo = 0 if dtype == torch.uint8 else int(low)
     return torch.randint(lo, 10, tuple(shape), generator=g).to(dtype)
 

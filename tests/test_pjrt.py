@@ -783,3 +783,39 @@ def test_sampling_generation_runs_on_the_device(eager_mode: str) -> None:
     assert (first[..., None] == allowed).any(-1).all()
     stats = torch.tpu.op_stats()
     assert stats["driver_fallback"] == {} and stats["fallback"] == {}, stats
+
+
+@pjrt_only
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool], ids=str)
+def test_views_that_do_not_nest_run_on_the_device(dtype: torch.dtype, eager_mode: str) -> None:
+    # Negative strides (flip), overlapping windows (unfold, an overlapping as_strided), diagonals
+    # of a batch and steps that do not divide the row read and write through element positions
+    # (gather and scatter), equal to CPU's exactly with no call left to the host.
+    x = torch.randint(-50, 50, (6, 10), generator=torch.Generator().manual_seed(0)).to(dtype)
+    dev = x.to("tpu")
+    torch.tpu.reset_op_stats()
+    into, want_into = torch.zeros(6, 10, dtype=dtype, device="tpu"), torch.zeros(6, 10, dtype=dtype)
+    into[:, 1::3] = dev[:, :3].flip(0)
+    want_into[:, 1::3] = x[:, :3].flip(0)
+    diag, want_diag = (
+        torch.zeros(2, 5, 5, dtype=dtype, device="tpu"),
+        torch.zeros(2, 5, 5, dtype=dtype),
+    )
+    diag.diagonal(dim1=1, dim2=2).copy_(dev[:2, :5])
+    want_diag.diagonal(dim1=1, dim2=2).copy_(x[:2, :5])
+    checks = {
+        "flip": (dev.flip(0, 1).cpu(), x.flip(0, 1)),
+        "rot90": (torch.rot90(dev, 1, (0, 1)).cpu(), torch.rot90(x, 1, (0, 1))),
+        "unfold": (dev.unfold(1, 4, 3).contiguous().cpu(), x.unfold(1, 4, 3).contiguous()),
+        "overlapping as_strided": (
+            dev.as_strided((5, 4), (3, 2), 1).clone().cpu(),
+            x.as_strided((5, 4), (3, 2), 1).clone(),
+        ),
+        "step not dividing the row, read": (dev[:, 1::3].clone().cpu(), x[:, 1::3].clone()),
+        "step not dividing the row, written": (into.cpu(), want_into),
+        "diagonals of a batch, written": (diag.cpu(), want_diag),
+        "diag_embed": (torch.diag_embed(dev[:3, :4]).cpu(), torch.diag_embed(x[:3, :4])),
+    }
+    for what, (got, want) in checks.items():
+        torch.testing.assert_close(got, want, rtol=0, atol=0, msg=what)
+    assert torch.tpu.op_stats()["driver_fallback"] == {}
