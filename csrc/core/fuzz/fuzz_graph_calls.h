@@ -84,6 +84,18 @@ static int ew_arity(tpu_op_id op) {
   case TPU_OP_HARDSIGMOID_BACKWARD:
   case TPU_OP_SHRINK_BACKWARD:
   case TPU_OP_LOG_SIGMOID_BACKWARD:
+  case TPU_OP_LOGADDEXP:
+  case TPU_OP_LOGADDEXP2:
+  case TPU_OP_HYPOT:
+  case TPU_OP_XLOGY:
+  case TPU_OP_XLOG1PY:
+  case TPU_OP_ZETA:
+  case TPU_OP_IGAMMA:
+  case TPU_OP_IGAMMAC:
+  case TPU_OP_FMAX:
+  case TPU_OP_FMIN:
+  case TPU_OP_HEAVISIDE:
+  case TPU_OP_NEXTAFTER:
   case TPU_OP_LERP_SCALAR: return 2;
   default: return 1;
   }
