@@ -50,6 +50,36 @@ NATIVE_METADATA_ONLY = {
     # Gelu.h: the parser of gelu's `approximate` argument (raises on an unknown value).
     "get_gelutype_enum",
     "GeluType::Tanh",
+    # The distributions' templates, run with our functors (which launch core ops); normal's
+    # tensor forms scale and shift through dispatched (native) ops.
+    "templates::exponential_impl_",
+    "templates::cauchy_impl_",
+    "templates::log_normal_impl_",
+    "templates::geometric_impl_",
+    "templates::normal_impl",
+    "templates::normal_out_impl",
+    # LinearAlgebraUtils.h: shape, dtype and device checks, broadcast batch sizes and the
+    # column-major strides of a result, from the metadata only.
+    "batched_matrix_contiguous_strides",
+    "squareCheckInputs",
+    "checkInputsSolver",
+    "_linalg_broadcast_batch_dims",
+    "resize_output_check",
+    "checkFloatingOrComplex",
+    "checkSameDevice",
+    "checkLinalgCompatibleDtype",
+    "linalg_solve_is_vector_rhs",
+    # Bucketization.h and TypeProperties.h: searchsorted's argument checks, the common dtype of
+    # its operands, and a scalar value made a 0-d tensor on the device.
+    "searchsorted_pre_check",
+    "ResultTypeState",
+    "update_result_type_state",
+    "result_type",
+    "searchsorted_scalar_tensor",
+    # Padding.h and im2col_shape_check.h: argument and size checks.
+    "padding::check_valid_input",
+    "im2col_shape_check",
+    "col2im_shape_check",
 }
 
 RULES: dict[str, re.Pattern[str]] = {

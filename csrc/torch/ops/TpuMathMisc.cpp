@@ -1,6 +1,7 @@
 // trace, nansum, renorm, linalg_cross, linspace and logspace as compositions of native ops, each
 // following PyTorch CPU's formula (RangeFactoriesKernel.cpp for the two ranges: the first half of
 // the points counted up from start, the rest down from end), with its checks and messages.
+#include <ATen/MemoryOverlap.h>
 #include <ATen/AccumulateType.h>
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
@@ -131,6 +132,8 @@ at::Tensor linalg_cross(const at::Tensor& input, const at::Tensor& other, int64_
 
 at::Tensor& linalg_cross_out(const at::Tensor& input, const at::Tensor& other, int64_t dim,
                              at::Tensor& out) {
+  at::assert_no_overlap(out, input);  // before out is resized, as on CPU
+  at::assert_no_overlap(out, other);
   Out<at::meta::structured_linalg_cross> op(out);
   op.meta(input, other, dim);
   run_cross(input, other, dim, out);

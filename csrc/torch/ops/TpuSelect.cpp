@@ -6,6 +6,7 @@
 // the rest (nanmedian). kthvalue's index among equal values is the stable order's (CPU's
 // quickselect leaves it unspecified). The functional and autograd forms are ATen's over these
 // out= kernels.
+#include <ATen/MemoryOverlap.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/amax.h>
@@ -75,6 +76,8 @@ std::tuple<at::Tensor&, at::Tensor&> kthvalue_out(const at::Tensor& self, int64_
                                                   bool keepdim, at::Tensor& values,
                                                   at::Tensor& indices) {
   const int64_t dim = at::maybe_wrap_dim(dim_, self.dim(), /*wrap_scalar=*/true);
+  at::assert_no_overlap(values, self);  // before the outputs are resized, as on CPU
+  at::assert_no_overlap(indices, self);
   TORCH_CHECK(self.numel() > 0, "cannot perform reduction function kthvalue",
               " on tensor with no elements because the operation does not have an identity");
   TORCH_CHECK(k > 0 && k <= (self.dim() > 0 ? self.size(dim) : 1),
