@@ -112,3 +112,22 @@ def grads(
     for c, t in zip(run("cpu"), run(DEV), strict=True):
         assert c.dtype == t.dtype and c.shape == t.shape
         torch.testing.assert_close(t, c, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def tied(shape: tuple[int, ...], dtype: torch.dtype, seed: int = 0) -> torch.Tensor:
+    """Values with many ties; floats also with NaN, infinities and both zeros."""
+    x = make(shape, dtype, seed)
+    if not dtype.is_floating_point:
+        return x
+    g = torch.Generator().manual_seed(seed + 1)
+    x = x.double().round().to(dtype)
+    specials = torch.tensor([float("nan"), float("inf"), -float("inf"), -0.0, 0.0], dtype=dtype)
+    pick = torch.randint(0, 12, shape, generator=g)
+    return torch.where(pick < 5, specials[pick.clamp(max=4)], x)
+
+
+def distinct(shape: tuple[int, ...], dtype: torch.dtype, seed: int = 0) -> torch.Tensor:
+    """Distinct integers around 0, exact in `dtype` (int8 and bfloat16: up to 240 elements)."""
+    g = torch.Generator().manual_seed(seed)
+    n = torch.Size(shape).numel()
+    return (torch.randperm(n, generator=g) - n // 2).reshape(shape).to(dtype)

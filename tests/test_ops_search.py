@@ -13,7 +13,17 @@ from typing import Any
 
 import pytest
 import torch
-from _reduce_checks import DEV, FLOAT_DTYPES, REAL_DTYPES, make, move, raises_like_cpu, tensors
+from _reduce_checks import (
+    DEV,
+    FLOAT_DTYPES,
+    REAL_DTYPES,
+    distinct,
+    make,
+    move,
+    raises_like_cpu,
+    tensors,
+    tied,
+)
 
 INT_DTYPES = [d for d in REAL_DTYPES if not d.is_floating_point and d != torch.bool]
 SORTABLE = [d for d in REAL_DTYPES if d != torch.bool]
@@ -47,25 +57,6 @@ def check(
     return got
 
 
-def special(shape: tuple[int, ...], dtype: torch.dtype, seed: int = 0) -> torch.Tensor:
-    """Small values with ties; floats also with NaN, infinities and both zeros."""
-    x = make(shape, dtype, seed)
-    if not dtype.is_floating_point:
-        return x
-    g = torch.Generator().manual_seed(seed + 1)
-    x = x.double().round().to(dtype)
-    specials = torch.tensor([float("nan"), float("inf"), -float("inf"), -0.0, 0.0], dtype=dtype)
-    pick = torch.randint(0, 12, shape, generator=g)
-    return torch.where(pick < 5, specials[pick.clamp(max=4)], x)
-
-
-def distinct(shape: tuple[int, ...], dtype: torch.dtype, seed: int = 0) -> torch.Tensor:
-    """Distinct integers around 0, exact in `dtype` (bfloat16: up to 240 elements)."""
-    g = torch.Generator().manual_seed(seed)
-    n = torch.Size(shape).numel()
-    return (torch.randperm(n, generator=g) - n // 2).reshape(shape).to(dtype)
-
-
 def tolerance(dtype: torch.dtype) -> dict[str, float]:
     """Rounding of a running float computation that the drivers may order differently."""
     if dtype in (torch.float16, torch.bfloat16):
@@ -90,17 +81,17 @@ def test_cumprod_out_inplace_and_edges(eager_mode: str) -> None:
     check(lambda t: t.clone().cumprod_(1), x, rtol=1e-6)
     check(lambda t: torch.cumprod(t, 0), torch.tensor(2.5))
     check(lambda t: torch.cumprod(t, 1), torch.empty(3, 0))
-    check(lambda t: torch.cumprod(t, 1), special((3, 20), torch.float32), rtol=1e-6)
+    check(lambda t: torch.cumprod(t, 1), tied((3, 20), torch.float32), rtol=1e-6)
 
 
 @pytest.mark.parametrize("op", [torch.cummax, torch.cummin], ids=["cummax", "cummin"])
 @pytest.mark.parametrize("dtype", REAL_DTYPES, ids=str)
 def test_cummax_cummin(op: Callable[..., Any], dtype: torch.dtype, eager_mode: str) -> None:
-    x = special((6, 40), dtype)
+    x = tied((6, 40), dtype)
     check(lambda t: tuple(op(t, 1)), x)
     check(lambda t: tuple(op(t, 0)), x)
     check(lambda t: tuple(op(t.t(), 1)), x)
-    check(lambda t: tuple(op(t, 0)), special((), dtype))
+    check(lambda t: tuple(op(t, 0)), tied((), dtype))
     check(lambda t: tuple(op(t, 1)), torch.empty(2, 0, dtype=dtype))
 
 
@@ -109,7 +100,7 @@ def test_logcumsumexp(dtype: torch.dtype, eager_mode: str) -> None:
     x = (torch.randn(4, 50) * 10).to(dtype)
     check(lambda t: torch.logcumsumexp(t, 1), x, **tolerance(dtype))
     check(lambda t: torch.logcumsumexp(t, 0), x.t(), **tolerance(dtype))
-    check(lambda t: torch.logcumsumexp(t, 1), special((3, 30), dtype), **tolerance(dtype))
+    check(lambda t: torch.logcumsumexp(t, 1), tied((3, 30), dtype), **tolerance(dtype))
     check(lambda t: torch.logcumsumexp(t, 0), torch.tensor(1.5, dtype=dtype))
 
 
@@ -128,7 +119,7 @@ def test_kthvalue(dtype: torch.dtype, eager_mode: str) -> None:
 @pytest.mark.parametrize("dtype", SORTABLE, ids=str)
 @pytest.mark.parametrize("op", [torch.median, torch.nanmedian], ids=["median", "nanmedian"])
 def test_median(op: Callable[..., Any], dtype: torch.dtype, eager_mode: str) -> None:
-    x = special((7, 31), dtype)
+    x = tied((7, 31), dtype)
     if dtype.is_floating_point:
         x[2] = float("nan")  # a row of NaN only
         x[3] = x[3].nan_to_num(0.5)  # and one without
@@ -147,7 +138,7 @@ def test_median(op: Callable[..., Any], dtype: torch.dtype, eager_mode: str) -> 
 
 
 def test_median_out() -> None:
-    x = special((4, 9), torch.float32)
+    x = tied((4, 9), torch.float32)
 
     def run(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         values = torch.empty(0, device=t.device)
@@ -179,7 +170,7 @@ def test_mode(dtype: torch.dtype, eager_mode: str) -> None:
 def test_unique(dtype: torch.dtype, eager_mode: str) -> None:
     """Without NaN and -0.0: which of 0.0 and -0.0 stands for both, and the inverse indices of
     NaNs (each unique), are whatever CPU's unstable sort leaves, as CUDA's are its own."""
-    x = special((5, 9), dtype)
+    x = tied((5, 9), dtype)
     if dtype.is_floating_point:
         x = x.masked_fill(x.isnan(), 7) + 0.0  # -0.0 + 0.0 is 0.0
     for inverse in (False, True):
@@ -193,7 +184,7 @@ def test_unique(dtype: torch.dtype, eager_mode: str) -> None:
 
 @pytest.mark.parametrize("dtype", REAL_DTYPES, ids=str)
 def test_aminmax(dtype: torch.dtype, eager_mode: str) -> None:
-    x = special((5, 7), dtype)
+    x = tied((5, 7), dtype)
     check(lambda t: tuple(torch.aminmax(t)), x)
     check(lambda t: tuple(torch.aminmax(t, dim=1)), x)
     check(lambda t: tuple(torch.aminmax(t, dim=0, keepdim=True)), x.t())
@@ -244,7 +235,7 @@ def test_searchsorted_forms(eager_mode: str) -> None:
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES + INT_DTYPES, ids=str)
 def test_histc(dtype: torch.dtype, eager_mode: str) -> None:
-    x = special((40, 30), dtype) if dtype.is_floating_point else make((40, 30), dtype)
+    x = tied((40, 30), dtype) if dtype.is_floating_point else make((40, 30), dtype)
 
     def counts(t: torch.Tensor, bins: int, lo: float, hi: float) -> torch.Tensor:
         if t.device.type == "cpu" and not dtype.is_floating_point:  # CPU has no integer histc

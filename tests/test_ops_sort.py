@@ -14,7 +14,16 @@ from typing import Any
 
 import pytest
 import torch
-from _reduce_checks import DEV, FLOAT_DTYPES, REAL_DTYPES, make, move, raises_like_cpu, tensors
+from _reduce_checks import (
+    DEV,
+    FLOAT_DTYPES,
+    REAL_DTYPES,
+    distinct,
+    move,
+    raises_like_cpu,
+    tensors,
+    tied,
+)
 
 TOPK_DTYPES = [d for d in REAL_DTYPES if d != torch.bool]  # as CUDA's topk
 
@@ -50,25 +59,6 @@ def check(fn: Callable[..., Any], *args: Any, strides: bool = True) -> Any:
     got = on_device(fn, *args)
     same(got, want, strides)
     return got
-
-
-def tied(shape: tuple[int, ...], dtype: torch.dtype, seed: int = 0) -> torch.Tensor:
-    """Values with many ties; floats also with NaN, infinities and both zeros."""
-    x = make(shape, dtype, seed)
-    if not dtype.is_floating_point:
-        return x
-    g = torch.Generator().manual_seed(seed + 1)
-    x = x.double().round().to(dtype)
-    specials = torch.tensor([float("nan"), float("inf"), -float("inf"), -0.0, 0.0], dtype=dtype)
-    pick = torch.randint(0, 12, shape, generator=g)
-    return torch.where(pick < 5, specials[pick.clamp(max=4)], x)
-
-
-def distinct(shape: tuple[int, ...], dtype: torch.dtype, seed: int = 0) -> torch.Tensor:
-    """Distinct integers around 0, exact in `dtype` (int8 and bfloat16: up to 240 elements)."""
-    g = torch.Generator().manual_seed(seed)
-    n = torch.Size(shape).numel()
-    return (torch.randperm(n, generator=g) - n // 2).reshape(shape).to(dtype)
 
 
 @pytest.mark.parametrize("dtype", REAL_DTYPES, ids=str)
