@@ -12,6 +12,7 @@
 #define TPU_HOST_KERNELS_SORT_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "base/tpu_dtype.h"
 
@@ -34,6 +35,30 @@ typedef struct tpu_sort_keys {
   tpu_sort_load_fn load;
   tpu_sort_count_fn count;
 } tpu_sort_keys;
+
+/* The element at p of an integer or bool dtype, widened to int64 (p need not be aligned). */
+static inline int64_t tpu_sort_load_int(const char *p, tpu_dtype dt) {
+  switch (dt) {
+  case TPU_BOOL:
+  case TPU_UINT8: return *(const uint8_t *)p;
+  case TPU_INT8: return *(const int8_t *)p;
+  case TPU_INT16: {
+    int16_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+  }
+  case TPU_INT32: {
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+  }
+  default: {
+    int64_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+  }
+  }
+}
 
 /* The keys of `dtype`: bool, the integers through int64 and the floating dtypes; else NULL. */
 const tpu_sort_keys *tpu_sort_keys_of(tpu_dtype dtype);

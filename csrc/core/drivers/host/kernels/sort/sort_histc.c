@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "drivers/host/kernels/kernels.h"
+#include "drivers/host/kernels/sort/sort.h"
 #include "drivers/host/kernels/reduce/reduce.h"
 #include "drivers/host/engine/engine_iter.h"
 #include "drivers/host/engine/engine_pool.h"
@@ -64,28 +65,6 @@ static inline float narrow(tpu_dtype dt, float x) {
                             : tpu_f16_to_f32(tpu_f32_to_f16(x));
 }
 
-static int64_t load_int(const char *p, tpu_dtype dt) {
-  switch (dt) {
-  case TPU_UINT8: return *(const uint8_t *)p;
-  case TPU_INT8: return *(const int8_t *)p;
-  case TPU_INT16: {
-    int16_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-  }
-  case TPU_INT32: {
-    int32_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-  }
-  default: {
-    int64_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-  }
-  }
-}
-
 static void count_run(char **data, const int64_t *strides, int64_t n, void *ctx) {
   const chunk_ctx *c = ctx;
   const histo *h = c->h;
@@ -137,7 +116,7 @@ static void count_run(char **data, const int64_t *strides, int64_t n, void *ctx)
   default: {
     const int64_t lo = (int64_t)h->min, hi = (int64_t)h->max;
     for (int64_t j = 0; j < n; j++) {
-      int64_t pos = bin_i(load_int(x + j * xs, h->dtype), lo, hi, nb);
+      int64_t pos = bin_i(tpu_sort_load_int(x + j * xs, h->dtype), lo, hi, nb);
       if (pos >= 0)
         add(c, pos, w + j * ws);
     }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "drivers/host/kernels/kernels.h"
+#include "drivers/host/kernels/sort/sort.h"
 #include "drivers/host/engine/engine_pool.h"
 
 typedef struct searcher {
@@ -13,37 +14,14 @@ typedef struct searcher {
   int64_t n, m;             /* elements per sorted row, values per row */
 } searcher;
 
-static int64_t load_i(const char *p, tpu_dtype dt) {
-  switch (dt) {
-  case TPU_BOOL:
-  case TPU_UINT8: return *(const uint8_t *)p;
-  case TPU_INT8: return *(const int8_t *)p;
-  case TPU_INT16: {
-    int16_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-  }
-  case TPU_INT32: {
-    int32_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-  }
-  default: {
-    int64_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-  }
-  }
-}
-
 /* The position of value v (element `at` of the values) in the sorted row at `row`. */
 static int64_t bisect(const searcher *s, const char *row, int64_t step, const char *at) {
   const tpu_dtype dt = s->sorted->dtype;
   int64_t lo = 0, hi = s->n;
   if (s->ints) {
-    const int64_t v = load_i(at, dt);
+    const int64_t v = tpu_sort_load_int(at, dt);
     while (lo < hi) {
-      int64_t mid = lo + ((hi - lo) >> 1), e = load_i(row + mid * step, dt);
+      int64_t mid = lo + ((hi - lo) >> 1), e = tpu_sort_load_int(row + mid * step, dt);
       if (s->right ? !(e > v) : !(e >= v))
         lo = mid + 1;
       else
