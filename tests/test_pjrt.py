@@ -446,6 +446,35 @@ def test_the_disk_cache_can_be_turned_off_and_an_unwritable_one_warns(tmp_path) 
     assert f"OUT {out}" in done.stdout
 
 
+# Fills the process's memory mappings up to `spare` short of vm.max_map_count before the first
+# compile (pages of alternating protection, which the kernel cannot merge), then frees them.
+MAPS_SCRIPT = """
+import mmap, torch, torch_tpu
+limit = int(open('/proc/sys/vm/max_map_count').read())
+used = open('/proc/self/maps').read().count('\\n')
+rw = mmap.PROT_READ | mmap.PROT_WRITE
+held = [mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ if i % 2 else rw)
+        for i in range(limit - used - {spare})]
+try:
+    (torch.arange(5.0, device='tpu') * 3).cpu()
+except torch.OutOfMemoryError as e:
+    print('OOM', e)
+for m in held:
+    m.close()
+print('OUT', (torch.arange(5.0, device='tpu') * 3).cpu().tolist())
+"""
+
+
+@pjrt_only
+def test_a_compile_past_the_kernels_mapping_bound_is_an_oom_error_not_a_crash() -> None:
+    done = run_python(MAPS_SCRIPT.format(spare=500), TORCH_TPU_DISK_CACHE="0")
+    assert done.returncode == 0, done.stderr
+    assert "OOM " in done.stdout, done.stdout
+    assert "cannot compile another PJRT executable" in done.stdout
+    assert "vm.max_map_count" in done.stdout
+    assert "OUT [0.0, 3.0, 6.0, 9.0, 12.0]" in done.stdout  # usable once mappings are freed
+
+
 @pjrt_only
 def test_a_fused_run_wider_than_one_module_is_cut(eager_mode: str) -> None:
     # 30 layer norms whose 90 outputs all stay referenced: more results than one module returns.

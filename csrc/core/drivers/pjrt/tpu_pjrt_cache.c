@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "drivers/pjrt/tpu_pjrt_disk_cache.h"
+#include "drivers/pjrt/tpu_pjrt_map_budget.h"
 #include "device/tpu_stream.h"
 
 typedef struct entry {
@@ -24,6 +25,9 @@ static tpu_executable_stats stats; /* guarded by mu */
 /* The executable of `text`: from disk, else compiled (and written to disk). */
 static tpu_status make_executable(const tpu_pjrt_client *client, const char *text, size_t len,
                                   uint64_t h, tpu_pjrt_executable **out) {
+  tpu_status budget = tpu_pjrt_map_budget_check();
+  if (budget != TPU_OK)
+    return budget;
   double start = tpu_now_us();
   tpu_pjrt_disk_cache_load(client, text, len, h, out);
   if (*out) {

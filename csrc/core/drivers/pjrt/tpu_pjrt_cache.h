@@ -2,7 +2,8 @@
  * dtype, view and attribute the module depends on, and no runtime scalar) and kept for the
  * process: loaded from the disk cache (tpu_pjrt_disk_cache.h), else compiled and written there.
  * Runs reach it only when their structure is new (tpu_pjrt_programs.h), so structures that lower
- * to one text share one executable. Thread-safe. */
+ * to one text share one executable. A new executable that would leave the process too few memory
+ * mappings is refused (tpu_pjrt_map_budget.h). Thread-safe. */
 #ifndef TPU_PJRT_CACHE_H
 #define TPU_PJRT_CACHE_H
 
