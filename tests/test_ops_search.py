@@ -8,6 +8,7 @@ the CPU fallback or the driver's fallback."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -29,23 +30,35 @@ INT_DTYPES = [d for d in REAL_DTYPES if not d.is_floating_point and d != torch.b
 SORTABLE = [d for d in REAL_DTYPES if d != torch.bool]
 
 
-def on_device(fn: Callable[..., Any], *args: Any) -> Any:
-    """fn on tpu copies of args, checking that everything ran natively."""
+# The PJRT driver hands a call with an empty input and a nonempty output to its host fallback
+# (drivers/pjrt/tpu_pjrt_lower.c: a module has no empty view to slice).
+EMPTY_INPUT_ON_PJRT = os.environ.get("TORCH_TPU_DRIVER") == "pjrt"
+
+
+def on_device(fn: Callable[..., Any], *args: Any, empty_input: tuple[str, ...] = ()) -> Any:
+    """fn on tpu copies of args, checking that everything ran natively (but the ops named in
+    empty_input, which take an empty input here, on the PJRT driver)."""
     torch.tpu.reset_op_stats()
     got = fn(*move(args, DEV))
     torch.tpu.synchronize()
     stats = torch.tpu.op_stats()
     assert stats["fallback"] == {}, stats["fallback"]
-    assert stats["driver_fallback"] == {}, stats["driver_fallback"]
+    allowed = set(empty_input) if EMPTY_INPUT_ON_PJRT else set()
+    assert set(stats["driver_fallback"]) <= allowed, stats["driver_fallback"]
     return got
 
 
 def check(
-    fn: Callable[..., Any], *args: Any, rtol: float = 0, atol: float = 0, strides: bool = True
+    fn: Callable[..., Any],
+    *args: Any,
+    rtol: float = 0,
+    atol: float = 0,
+    strides: bool = True,
+    empty_input: tuple[str, ...] = (),
 ) -> Any:
     """fn on CPU and natively on tpu: the same dtypes, shapes, strides and values (NaN equal)."""
     want = fn(*args)
-    got = on_device(fn, *args)
+    got = on_device(fn, *args, empty_input=empty_input)
     for r, w in zip(tensors(got), tensors(want), strict=True):
         assert r.device.type == DEV
         assert (r.dtype, r.shape) == (w.dtype, w.shape), (r.dtype, r.shape, w.dtype, w.shape)
@@ -194,7 +207,7 @@ def test_equal(eager_mode: str) -> None:
     x = make((3, 4), torch.float32)
     for other in [x.clone(), x + 1, x[:2], x.double(), torch.full((3, 4), float("nan"))]:
         check(lambda a, b: torch.equal(a, b), x, other)
-    check(lambda a, b: torch.equal(a, b), torch.empty(0), torch.empty(0))
+    check(lambda a, b: torch.equal(a, b), torch.empty(0), torch.empty(0), empty_input=("all",))
 
 
 # ---- searches ----
@@ -249,7 +262,7 @@ def test_histc(dtype: torch.dtype, eager_mode: str) -> None:
     # rounds to 512) where the kernel counts exactly and rounds once.
     check(lambda t: counts(t, 5, 0, 0), x[:8].nan_to_num(0, 0, 0))
     check(lambda t: counts(t, 3, 0, 0), torch.full((4,), 2).to(dtype))  # widened by one
-    check(lambda t: counts(t, 4, 0, 1), torch.empty(0, dtype=dtype))
+    check(lambda t: counts(t, 4, 0, 1), torch.empty(0, dtype=dtype), empty_input=("histc",))
 
 
 def test_histc_large_and_out(eager_mode: str) -> None:

@@ -28,6 +28,8 @@ static const op_case reduce_cases[] = {
     {CASE(AMAX, "float32 with NaN", 1, 1), .tensors = {{F32(12, 50), SPECIAL}, {F32(12, 1)}}},
     {CASE(AMAX, "int16 over everything", 1, 1), .tensors = {{I16(10, 20)}, {I16(1, 1)}}},
     {CASE(AMIN, "bfloat16 columns", 1, 1), .tensors = {{BF16(40, 12)}, {BF16(1, 12)}}},
+    {CASE(AMAX, "bool rows", 1, 1), .tensors = {{BOOL_(12, 30), EVERY(7)}, {BOOL_(12, 1)}}},
+    {CASE(AMIN, "bool columns", 1, 1), .tensors = {{BOOL_(12, 30), EVERY(7)}, {BOOL_(1, 30)}}},
     {CASE(MAX_DIM, "float32 rows with NaN", 1, 2),
      .tensors = {{F32(10, 33), SPECIAL}, {F32(10, 1)}, {I64(10, 1)}}},
     {CASE(MIN_DIM, "int32 columns with ties", 1, 2),

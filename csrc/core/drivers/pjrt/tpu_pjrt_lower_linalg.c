@@ -1,6 +1,6 @@
 /* The linalg family (ops/tpu_ops_linalg.h) in StableHLO. CHOLESKY is stablehlo.cholesky with the
- * other triangle zeroed and info found from the factor's diagonal (XLA leaves NaN from the first
- * leading minor that is not positive-definite on); TRIANGULAR_SOLVE is stablehlo.triangular_solve.
+ * other triangle zeroed; XLA fills a failed factor with NaN whole, so info comes from a while loop
+ * of potf2's elimination that runs only for matrices whose factor is not finite. TRIANGULAR_SOLVE is stablehlo.triangular_solve.
  * StableHLO has no LU and XLA's CPU plugin expands none, so LU_FACTOR is LAPACK's unblocked
  * algorithm (getf2) unrolled, one step per column, each a masked pivot search, row swap, scaling
  * and rank-1 update over whole matrices; LU_SOLVE applies the row swaps the same way around two
@@ -83,29 +83,6 @@ static tpu_hlo_value keep_or(tpu_hlo *h, tpu_hlo_value keep, tpu_hlo_value x,
   return tpu_hlo_select(h, keep, x, tpu_hlo_full(h, x.elem, literal, &x));
 }
 
-static void emit_cholesky(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
-                          tpu_hlo_value *out) {
-  const bool upper = call->scalars[0].i != 0;
-  const int nb = in[0].rank - 2;
-  const int64_t n = in[0].dims[nb];
-  tpu_hlo_value l = tpu_hlo_cholesky(h, in[0], !upper);
-  tpu_hlo_value row = tpu_hlo_coordinate(h, &l, nb), col = tpu_hlo_coordinate(h, &l, nb + 1);
-  out[0] = keep_or(h, tpu_hlo_compare(h, upper ? "LE" : "GE", row, col), l, "0.0");
-  /* info: the first k whose diagonal element is not positive (NaN included), else 0. */
-  tpu_hlo_value none = tpu_hlo_full_i64(h, n + 1, &row);
-  tpu_hlo_value failed = tpu_hlo_select(
-      h, tpu_hlo_compare(h, "GT", l, tpu_hlo_full(h, l.elem, "0.0", &l)), none,
-      tpu_hlo_binary(h, "add", col, tpu_hlo_full_i64(h, 1, &col)));
-  failed = tpu_hlo_select(h, tpu_hlo_compare(h, "EQ", row, col), failed, none);
-  const int64_t dims[2] = {nb, nb + 1};
-  char big[32];
-  snprintf(big, sizeof big, "%lld", (long long)(n + 1));
-  tpu_hlo_value first = tpu_hlo_reduce(h, failed, tpu_hlo_constant(h, TPU_INT64, big), dims, 2,
-                                       TPU_HLO_MIN);
-  first = keep_or(h, tpu_hlo_compare(h, "LE", first, tpu_hlo_full_i64(h, n, &first)), first, "0");
-  out[1] = tpu_hlo_cast(h, first, TPU_INT32);
-}
-
 /* The zero of x's element type. */
 static const char *zero_of(tpu_hlo_value x) { return tpu_dtype_is_floating(x.elem) ? "0.0" : "0"; }
 
@@ -183,6 +160,79 @@ static tpu_hlo_value lu_step(tpu_hlo *h, tpu_hlo_value a, tpu_hlo_value row, tpu
       both(h, below, tpu_hlo_compare(h, "GT", col, tpu_hlo_full_i64(h, s, &col)));
   return tpu_hlo_select(h, trailing,
                         tpu_hlo_binary(h, "subtract", a, tpu_hlo_binary(h, "multiply", l, u)), a);
+}
+
+/* The carried values of CHOLESKY's info search. */
+enum { STEP, WORK, INFO, FAILED, INFO_CARRIED };
+
+/* Whether some matrix whose factor failed has no info yet, while steps remain. */
+static tpu_hlo_value info_cond(tpu_hlo *h, const tpu_hlo_value *v, void *ctx) {
+  const int64_t *n = ctx;
+  tpu_hlo_value open = both(h, v[FAILED], tpu_hlo_compare(h, "EQ", v[INFO],
+                                                          tpu_hlo_full_i64(h, 0, &v[INFO])));
+  tpu_hlo_value searching = tpu_hlo_compare(h, "NE", tpu_hlo_any(h, open),
+                                            tpu_hlo_constant(h, TPU_UINT8, "0"));
+  char last[24];
+  snprintf(last, sizeof last, "%lld", (long long)*n);
+  return both(h, searching,
+              tpu_hlo_compare(h, "LT", v[STEP], tpu_hlo_constant(h, TPU_INT64, last)));
+}
+
+/* One step of potf2's elimination on the symmetric matrix: the pivot of column k sets info to
+ * k + 1 where it is not positive (NaN included), then the trailing matrix loses its rank-1 term. */
+static void info_step(tpu_hlo *h, const tpu_hlo_value *v, tpu_hlo_value *r, void *ctx) {
+  (void)ctx;
+  tpu_hlo_value a = v[WORK], info = v[INFO];
+  const int nb = a.rank - 2;
+  tpu_hlo_value row = tpu_hlo_coordinate(h, &a, nb), col = tpu_hlo_coordinate(h, &a, nb + 1);
+  tpu_hlo_value k = tpu_hlo_splat(h, v[STEP], &a);
+  tpu_hlo_value at_row = tpu_hlo_compare(h, "EQ", row, k), at_col = tpu_hlo_compare(h, "EQ", col, k);
+  tpu_hlo_value d = pick(h, both(h, at_row, at_col), a, nb, true);
+  tpu_hlo_value positive = tpu_hlo_compare(h, "GT", d, tpu_hlo_full(h, d.elem, "0.0", &d));
+  tpu_hlo_value first = both(h, both(h, v[FAILED], tpu_hlo_unary(h, "not", positive)),
+                             tpu_hlo_compare(h, "EQ", info, tpu_hlo_full_i64(h, 0, &info)));
+  tpu_hlo_value next = tpu_hlo_binary(h, "add", v[STEP], tpu_hlo_constant(h, TPU_INT64, "1"));
+  r[INFO] = tpu_hlo_select(h, first, tpu_hlo_splat(h, next, &info), info);
+  tpu_hlo_value l = spread(h, pick(h, at_col, a, nb + 1, false), &a, nb + 1, false);
+  tpu_hlo_value u = spread(h, pick(h, at_row, a, nb, false), &a, nb, false);
+  tpu_hlo_value trailing = both(h, tpu_hlo_compare(h, "GT", row, k),
+                                tpu_hlo_compare(h, "GT", col, k));
+  tpu_hlo_value update = tpu_hlo_binary(h, "divide", tpu_hlo_binary(h, "multiply", l, u),
+                                        spread(h, d, &a, nb, true));
+  r[WORK] = tpu_hlo_select(h, trailing, tpu_hlo_binary(h, "subtract", a, update), a);
+  r[STEP] = next;
+  r[FAILED] = v[FAILED];
+}
+
+/* LAPACK's info for the matrices whose factor l is not finite: the order of the first leading
+ * minor that is not positive-definite, found by eliminating a (its triangle read, mirrored) until
+ * each failed matrix has it. The loop runs no step when every factor is finite. */
+static tpu_hlo_value cholesky_info(tpu_hlo *h, tpu_hlo_value a, tpu_hlo_value l, bool upper) {
+  const int nb = a.rank - 2;
+  int64_t n = a.dims[nb], perm[TPU_MAX_DIMS + 1];
+  for (int d = 0; d < a.rank; d++)
+    perm[d] = d < nb ? d : 2 * nb + 1 - d;
+  tpu_hlo_value row = tpu_hlo_coordinate(h, &a, nb), col = tpu_hlo_coordinate(h, &a, nb + 1);
+  tpu_hlo_value read = tpu_hlo_compare(h, upper ? "LE" : "GE", row, col);
+  tpu_hlo_value init[INFO_CARRIED], out[INFO_CARRIED];
+  init[STEP] = tpu_hlo_constant(h, TPU_INT64, "0");
+  init[WORK] = tpu_hlo_select(h, read, a, tpu_hlo_transpose(h, a, perm));
+  tpu_hlo_value bad = tpu_hlo_unary(h, "not", tpu_hlo_unary(h, "is_finite", l));
+  tpu_hlo_value count = pick(h, bad, tpu_hlo_full_i64(h, 1, &row), nb, true);
+  init[FAILED] = tpu_hlo_compare(h, "GT", count, tpu_hlo_full_i64(h, 0, &count));
+  init[INFO] = tpu_hlo_full_i64(h, 0, &count);
+  tpu_hlo_while(h, INFO_CARRIED, init, info_cond, info_step, &n, out);
+  return out[INFO];
+}
+
+static void emit_cholesky(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
+                          tpu_hlo_value *out) {
+  const bool upper = call->scalars[0].i != 0;
+  const int nb = in[0].rank - 2;
+  tpu_hlo_value l = tpu_hlo_cholesky(h, in[0], !upper);
+  tpu_hlo_value row = tpu_hlo_coordinate(h, &l, nb), col = tpu_hlo_coordinate(h, &l, nb + 1);
+  out[0] = keep_or(h, tpu_hlo_compare(h, upper ? "LE" : "GE", row, col), l, "0.0");
+  out[1] = tpu_hlo_cast(h, cholesky_info(h, in[0], out[0], upper), TPU_INT32);
 }
 
 static void emit_lu_factor(tpu_hlo *h, const tpu_hlo_value *in, tpu_hlo_value *out) {

@@ -12,7 +12,7 @@ bool tpu_pjrt_reduce_supports(const tpu_op_call *call) {
     return real && tpu_dtype_is_computable(call->compute) &&
            !tpu_dtype_is_complex(call->compute) && call->compute != TPU_BOOL;
   case TPU_OP_AMAX: case TPU_OP_AMIN:
-    return real && in->dtype != TPU_BOOL;
+    return real;
   default:
     return false;
   }
@@ -78,9 +78,11 @@ tpu_hlo_value tpu_pjrt_reduce_emit(tpu_hlo *h, const tpu_op_call *call, tpu_hlo_
     tpu_hlo_value x = in;
     if (in.elem == TPU_FLOAT16 || in.elem == TPU_BFLOAT16)
       x = tpu_hlo_convert(h, in, TPU_FLOAT32); /* exact; the extreme converts back exactly */
-    tpu_hlo_value init = tpu_hlo_constant(h, x.elem, tpu_pjrt_reduce_identity(in.elem, max));
+    else if (in.elem == TPU_BOOL)
+      x = tpu_hlo_cast(h, in, TPU_UINT8); /* max is any, min is all */
+    tpu_hlo_value init = tpu_hlo_constant(h, x.elem, tpu_pjrt_reduce_identity(x.elem, max));
     r = tpu_hlo_reduce(h, x, init, dims, n, max ? TPU_HLO_MAX : TPU_HLO_MIN);
-    r = tpu_hlo_convert(h, r, in.elem);
+    r = in.elem == TPU_BOOL ? tpu_hlo_cast(h, r, TPU_BOOL) : tpu_hlo_convert(h, r, in.elem);
   }
   return tpu_hlo_reshape(h, r, out->ndim, out->sizes);
 }
