@@ -110,12 +110,32 @@ static void store_i64(const tpu_tensor *t, int64_t i, int64_t v) {
   ((int64_t *)tpu_tensor_data(t))[i * t->strides[0]] = v;
 }
 
+/* The rows are gathered at random from a table larger than the caches, so each is fetched
+ * PREFETCH_AHEAD positions before it is added (the out-of-order window covers only a row or two);
+ * at most PREFETCH_BYTES of it, as the hardware prefetcher follows a long row by itself. */
+#define PREFETCH_AHEAD 16
+#define PREFETCH_BYTES 512
+
+static void prefetch_row(const bag_call *c, int64_t p) {
+  if (p >= c->N)
+    return;
+  int64_t row = load_index(c->indices, p);
+  if (row < 0 || row >= c->V)
+    return;
+  const tpu_tensor *w = c->weight;
+  int64_t e = (int64_t)tpu_dtype_size(w->dtype), bytes = c->D * e;
+  const char *start = (const char *)tpu_tensor_data(w) + row * w->strides[0] * e;
+  for (int64_t at = 0; at < bytes && at < PREFETCH_BYTES; at += 64)
+    __builtin_prefetch(start + at);
+}
+
 /* Bag b by sum or mean: returns the count of positions that are not padding. */
 static int64_t sum_bag(bag_call *c, int64_t b, void *acc, bool f64) {
   int64_t lo, hi, count = 0;
   bag_range(c, b, &lo, &hi);
   memset(acc, 0, (size_t)c->D * (f64 ? sizeof(double) : sizeof(float)));
   for (int64_t p = lo; p < hi; p++) {
+    prefetch_row(c, p + PREFETCH_AHEAD);
     int64_t row = load_index(c->indices, p);
     if (row == c->padding)
       continue;
