@@ -4,6 +4,7 @@ meta device, and that the tpu run never fell back to the CPU."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -11,6 +12,8 @@ import torch
 from _dtypes import COMPUTABLE_DTYPES
 
 DEV = "tpu"
+# make pytest-pjrt runs these tests on the PJRT driver.
+PJRT = os.environ.get("TORCH_TPU_DRIVER") == "pjrt"
 
 REAL_DTYPES = [d for d in COMPUTABLE_DTYPES if not d.is_complex]
 FLOAT_DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]

@@ -11,18 +11,16 @@ by the rounding of different (equally accurate) expansions."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 import torch
-from _reduce_checks import DEV, move, raises_like_cpu, tensors
+from _reduce_checks import DEV, PJRT, move, raises_like_cpu, tensors
 
 FLOATS = [torch.float32, torch.float64, torch.bfloat16, torch.float16]
 NO_HALF = [torch.float32, torch.float64]
 INTS = [torch.uint8, torch.int32, torch.int64, torch.bool]
-PJRT = os.environ.get("TORCH_TPU_DRIVER") == "pjrt"
 
 SPECIALS = [float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5]
 

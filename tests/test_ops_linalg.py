@@ -8,17 +8,15 @@ LU_SOLVE and EIGH through its driver fallback: StableHLO has no such op)."""
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 import torch
-from _reduce_checks import DEV, move, raises_like_cpu, tensors
+from _reduce_checks import DEV, PJRT, move, raises_like_cpu, tensors
 
 DTYPES = [torch.float32, torch.float64]
-PJRT = os.environ.get("TORCH_TPU_DRIVER") == "pjrt"
 # Core ops the PJRT driver lowers; the others run there through its driver fallback.
 PJRT_REFUSED = {"lu_factor", "lu_solve", "eigh"}
 

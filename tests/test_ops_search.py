@@ -8,7 +8,6 @@ the CPU fallback or the driver's fallback."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +16,7 @@ import torch
 from _reduce_checks import (
     DEV,
     FLOAT_DTYPES,
+    PJRT,
     REAL_DTYPES,
     distinct,
     make,
@@ -30,20 +30,16 @@ INT_DTYPES = [d for d in REAL_DTYPES if not d.is_floating_point and d != torch.b
 SORTABLE = [d for d in REAL_DTYPES if d != torch.bool]
 
 
-# The PJRT driver hands a call with an empty input and a nonempty output to its host fallback
-# (drivers/pjrt/tpu_pjrt_lower.c: a module has no empty view to slice).
-EMPTY_INPUT_ON_PJRT = os.environ.get("TORCH_TPU_DRIVER") == "pjrt"
-
-
 def on_device(fn: Callable[..., Any], *args: Any, empty_input: tuple[str, ...] = ()) -> Any:
-    """fn on tpu copies of args, checking that everything ran natively (but the ops named in
-    empty_input, which take an empty input here, on the PJRT driver)."""
+    """fn on tpu copies of args, checking that everything ran natively, but for the ops named in
+    empty_input on the PJRT driver: it hands a call with an empty input and a nonempty output to
+    its host fallback (drivers/pjrt/tpu_pjrt_lower.c: a module has no empty view to slice)."""
     torch.tpu.reset_op_stats()
     got = fn(*move(args, DEV))
     torch.tpu.synchronize()
     stats = torch.tpu.op_stats()
     assert stats["fallback"] == {}, stats["fallback"]
-    allowed = set(empty_input) if EMPTY_INPUT_ON_PJRT else set()
+    allowed = set(empty_input) if PJRT else set()
     assert set(stats["driver_fallback"]) <= allowed, stats["driver_fallback"]
     return got
 

@@ -1,6 +1,7 @@
 /* The linalg family (ops/tpu_ops_linalg.h) in StableHLO. CHOLESKY is stablehlo.cholesky with the
  * other triangle zeroed; XLA fills a failed factor with NaN whole, so info comes from a while loop
- * of potf2's elimination that runs only for matrices whose factor is not finite. TRIANGULAR_SOLVE is stablehlo.triangular_solve.
+ * of potf2's elimination that runs only for matrices whose factor is not finite.
+ * TRIANGULAR_SOLVE is stablehlo.triangular_solve.
  * StableHLO has no LU and XLA's CPU plugin expands none, so LU_FACTOR is LAPACK's unblocked
  * algorithm (getf2) unrolled, one step per column, each a masked pivot search, row swap, scaling
  * and rank-1 update over whole matrices; LU_SOLVE applies the row swaps the same way around two
@@ -186,7 +187,8 @@ static void info_step(tpu_hlo *h, const tpu_hlo_value *v, tpu_hlo_value *r, void
   const int nb = a.rank - 2;
   tpu_hlo_value row = tpu_hlo_coordinate(h, &a, nb), col = tpu_hlo_coordinate(h, &a, nb + 1);
   tpu_hlo_value k = tpu_hlo_splat(h, v[STEP], &a);
-  tpu_hlo_value at_row = tpu_hlo_compare(h, "EQ", row, k), at_col = tpu_hlo_compare(h, "EQ", col, k);
+  tpu_hlo_value at_row = tpu_hlo_compare(h, "EQ", row, k);
+  tpu_hlo_value at_col = tpu_hlo_compare(h, "EQ", col, k);
   tpu_hlo_value d = pick(h, both(h, at_row, at_col), a, nb, true);
   tpu_hlo_value positive = tpu_hlo_compare(h, "GT", d, tpu_hlo_full(h, d.elem, "0.0", &d));
   tpu_hlo_value first = both(h, both(h, v[FAILED], tpu_hlo_unary(h, "not", positive)),

@@ -21,11 +21,12 @@ static long count_mappings(void) {
 /* vm.max_map_count, or -1 when it cannot be read. */
 static long map_limit(void) {
   FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
-  long limit = -1;
-  if (f && fscanf(f, "%ld", &limit) != 1)
+  if (!f)
+    return -1;
+  long limit;
+  if (fscanf(f, "%ld", &limit) != 1)
     limit = -1;
-  if (f)
-    fclose(f);
+  fclose(f);
   return limit;
 }
 
@@ -50,8 +51,8 @@ tpu_status tpu_pjrt_map_budget_check(void) {
   if (used < 0 || spare > 0)
     return TPU_OK;
   return tpu_error(TPU_ERR_OUT_OF_MEMORY,
-                   "cannot compile another PJRT executable: the process holds %ld of the %ld memory "
-                   "mappings the kernel allows (vm.max_map_count), and the PJRT plugin maps "
+                   "cannot compile another PJRT executable: the process holds %ld of the %ld "
+                   "memory mappings the kernel allows (vm.max_map_count), and the PJRT plugin maps "
                    "several for each executable, which the driver keeps for the process; raise "
                    "vm.max_map_count (sysctl) or run fewer distinct programs in one process",
                    used, limit);
