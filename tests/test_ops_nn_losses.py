@@ -473,8 +473,29 @@ def test_embedding_bag_large_and_noncontiguous(eager_mode: str) -> None:
     g = torch.Generator().manual_seed(3)
     indices = torch.randint(0, 300, (5000,), generator=g)
     offsets = torch.arange(0, 5000, 7)
+    # Bags longer than the kernel reads at once; forward only, as a weight row's gradient sums
+    # some 17 terms in another order than CPU's. Weights of ±2^k make each product exact, so
+    # CPU's fused multiply-adds round as the kernel's multiplies and adds do.
+    long_bags = torch.tensor([0, 600, 610, 4000])
+    signs = torch.randint(0, 2, (5000,), generator=g) * 2 - 1
+    powers_of_two = (signs * 2.0 ** torch.randint(-1, 2, (5000,), generator=g)).float()
     for mode in ("sum", "mean", "max"):
         check(lambda w, i, o, m=mode: F.embedding_bag(i, w, o, mode=m), weight, indices, offsets)
+        check(
+            lambda w, i, o, m=mode: F.embedding_bag(i, w, o, mode=m, padding_idx=5),
+            weight,
+            indices,
+            long_bags,
+            grad=False,
+        )
+    check(
+        lambda w, i, o, s: F.embedding_bag(i, w, o, mode="sum", per_sample_weights=s),
+        weight,
+        indices,
+        long_bags,
+        powers_of_two,
+        grad=False,
+    )
     check(
         lambda w, i, o: F.embedding_bag(i[::2], w.t().contiguous().t(), o[:300]),
         weight,

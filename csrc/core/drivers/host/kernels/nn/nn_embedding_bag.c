@@ -1,7 +1,8 @@
 /* EMBEDDING_BAG (contract in ops/tpu_ops_nn.h): bags over the thread pool, each bag's rows
  * accumulated in index order into one float (double for float64) row, rounded once, as PyTorch
- * CPU's fbgemm path accumulates. Typed loops over contiguous weight rows keep the inner loop a
- * vectorizable axpy. */
+ * CPU's fbgemm path accumulates. A bag's indices are first read into a batch of checked row
+ * numbers, then a typed loop adds the contiguous weight rows, prefetching ahead of the random
+ * gather. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,77 +15,163 @@
 
 enum { MODE_SUM = 0, MODE_MEAN = 1, MODE_MAX = 2 };
 
+/* A 1-d tensor's elements as raw bytes: read once per call, as the per-position reads are the
+ * kernel's inner loop. */
+typedef struct raw_vector {
+  const char *base;
+  int64_t step; /* bytes between elements */
+  int64_t size; /* bytes of one element */
+} raw_vector;
+
 typedef struct bag_call {
-  const tpu_tensor *weight, *indices, *offsets, *psw;
-  const tpu_tensor *out, *offset2bag, *bag_size, *max_indices;
+  const tpu_tensor *weight, *out, *offset2bag, *bag_size, *max_indices;
+  raw_vector indices, offsets, psw; /* psw.base is NULL without per-sample weights */
+  const char *rows;                 /* the weight's first element */
+  int64_t row_bytes;                /* bytes between weight rows */
+  int64_t prefetch_bytes;           /* of a row's first bytes, up to PREFETCH_BYTES */
+  tpu_dtype wdt;
   int64_t V, D, N, B, padding;
   int mode;
   atomic_bool bad; /* an index outside [0, V) */
 } bag_call;
 
-static int64_t load_index(const tpu_tensor *t, int64_t i) {
+static raw_vector raw_of(const tpu_tensor *t) {
   int64_t e = (int64_t)tpu_dtype_size(t->dtype);
-  return tpu_index_load((const char *)tpu_tensor_data(t) + i * t->strides[0] * e, e);
+  return (raw_vector){(const char *)tpu_tensor_data(t), t->strides[0] * e, e};
+}
+
+static inline int64_t index_at(const raw_vector *v, int64_t i) {
+  return tpu_index_load(v->base + i * v->step, v->size);
 }
 
 /* Bag b's positions [*lo, *hi): the last bag ends at N. */
 static void bag_range(const bag_call *c, int64_t b, int64_t *lo, int64_t *hi) {
-  *lo = load_index(c->offsets, b);
-  *hi = b + 1 < c->B ? load_index(c->offsets, b + 1) : c->N;
+  *lo = index_at(&c->offsets, b);
+  *hi = b + 1 < c->B ? index_at(&c->offsets, b + 1) : c->N;
 }
 
-/* Weight element (row, col) and output element (bag, col) as float or double. */
-static double weight_at(const bag_call *c, int64_t row, int64_t col) {
-  const tpu_tensor *w = c->weight;
-  int64_t e = (int64_t)tpu_dtype_size(w->dtype);
-  return tpu_real_load((const char *)tpu_tensor_data(w) + (row * w->strides[0] + col) * e,
-                       w->dtype);
-}
+/* How many of a bag's positions are read and checked at a time, and how far ahead of the add a
+ * row is prefetched: the rows are gathered at random from a table larger than the caches, and the
+ * out-of-order window covers only a row or two. At most PREFETCH_BYTES of a row are prefetched,
+ * as the hardware prefetcher follows a long row by itself. */
+enum { ROW_BATCH = 256, PREFETCH_AHEAD = 16, PREFETCH_BYTES = 512 };
 
-static double psw_at(const bag_call *c, int64_t p) {
-  if (!c->psw)
-    return 1.0;
-  int64_t e = (int64_t)tpu_dtype_size(c->psw->dtype);
-  return tpu_real_load((const char *)tpu_tensor_data(c->psw) + p * c->psw->strides[0] * e,
-                       c->psw->dtype);
-}
-
-TPU_SIMD static void add_f32(float *restrict acc, const float *restrict src, int64_t n) {
-  for (int64_t d = 0; d < n; d++)
-    acc[d] += src[d];
-}
-
-TPU_SIMD static void scaled_add_f32(float *restrict acc, const float *restrict src, int64_t n,
-                                    float scale) {
-  for (int64_t d = 0; d < n; d++)
-    acc[d] += src[d] * scale;
-}
-
-/* acc[0..D) += scale * row, in float: the typed fast paths of sum and mean. */
-static void axpy_f32(float *acc, const bag_call *c, int64_t row, float scale) {
-  const tpu_tensor *w = c->weight;
-  int64_t D = c->D;
-  if (w->dtype == TPU_FLOAT32) {
-    const float *src = (const float *)tpu_tensor_data(w) + row * w->strides[0];
-    if (scale == 1.0f)
-      add_f32(acc, src, D);
-    else
-      scaled_add_f32(acc, src, D, scale);
-    return;
+/* The rows of positions [lo, hi) that are not padding, with their per-sample weights (1 without
+ * them); an index outside [0, V) is flagged and skipped. Returns how many rows. */
+static int64_t read_rows(bag_call *c, int64_t lo, int64_t hi, int64_t *rows, double *scales) {
+  int64_t n = 0;
+  for (int64_t p = lo; p < hi; p++) {
+    int64_t row = index_at(&c->indices, p);
+    if (row == c->padding)
+      continue;
+    if (row < 0 || row >= c->V) {
+      atomic_store_explicit(&c->bad, true, memory_order_relaxed);
+      continue;
+    }
+    scales[n] = c->psw.base ? tpu_real_load(c->psw.base + p * c->psw.step, c->wdt) : 1.0;
+    rows[n++] = row;
   }
-  const uint16_t *src = (const uint16_t *)tpu_tensor_data(w) + row * w->strides[0];
-  if (w->dtype == TPU_BFLOAT16)
-    for (int64_t d = 0; d < D; d++)
-      acc[d] += tpu_bf16_to_f32(src[d]) * scale;
-  else
-    for (int64_t d = 0; d < D; d++)
-      acc[d] += tpu_f16_to_f32(src[d]) * scale;
+  return n;
 }
 
-static void axpy_f64(double *acc, const bag_call *c, int64_t row, double scale) {
-  const double *src = (const double *)tpu_tensor_data(c->weight) + row * c->weight->strides[0];
-  for (int64_t d = 0; d < c->D; d++)
-    acc[d] += src[d] * scale;
+/* acc[0..D) += scales[k] * weight[rows[k]] for each of the n rows, in index order, read from the
+ * positions [lo, hi); the prefetch runs PREFETCH_AHEAD positions ahead, into the next bags. One
+ * clone per ISA with the row loops inlined: few instructions a row leave the out-of-order window
+ * room for the loads of rows ahead, whose misses this loop waits on. */
+TPU_SIMD static void add_rows(const bag_call *c, void *acc_, const int64_t *rows,
+                              const double *scales, int64_t n, int64_t lo, int64_t hi) {
+  int64_t D = c->D;
+  for (int64_t k = 0; k < n; k++) {
+    /* Inline here: GCC finds a function of nothing but prefetches const and deletes its calls. */
+    int64_t ahead = k + PREFETCH_AHEAD;
+    int64_t p = ahead < hi - lo ? lo + ahead : hi + ahead - n;
+    int64_t next = p < c->N ? index_at(&c->indices, p) : -1;
+    if (next >= 0 && next < c->V)
+      for (int64_t at = 0; at < PREFETCH_BYTES; at += 64)
+        if (at < c->prefetch_bytes)
+          __builtin_prefetch(c->rows + next * c->row_bytes + at);
+    const char *row = c->rows + rows[k] * c->row_bytes;
+    if (c->wdt == TPU_FLOAT64) {
+      double *restrict acc = acc_, scale = scales[k];
+      const double *restrict src = (const double *)row;
+      for (int64_t d = 0; d < D; d++)
+        acc[d] += src[d] * scale;
+      continue;
+    }
+    float *restrict acc = acc_, scale = (float)scales[k];
+    if (c->wdt == TPU_FLOAT32) {
+      const float *restrict src = (const float *)row;
+      if (scale == 1.0f)
+        for (int64_t d = 0; d < D; d++)
+          acc[d] += src[d];
+      else
+        for (int64_t d = 0; d < D; d++)
+          acc[d] += src[d] * scale;
+    } else {
+      const uint16_t *restrict src = (const uint16_t *)row;
+      if (c->wdt == TPU_BFLOAT16)
+        for (int64_t d = 0; d < D; d++)
+          acc[d] += tpu_bits_f32((uint32_t)src[d] << 16) * scale;
+      else
+        for (int64_t d = 0; d < D; d++)
+          acc[d] += tpu_f16_to_f32_simd(src[d]) * scale;
+    }
+  }
+}
+
+/* Bag b by sum or mean: returns the count of positions that are not padding. */
+static int64_t sum_bag(bag_call *c, int64_t b, void *acc, bool f64, int64_t *rows,
+                       double *scales) {
+  int64_t lo, hi, count = 0;
+  bag_range(c, b, &lo, &hi);
+  memset(acc, 0, (size_t)c->D * (f64 ? sizeof(double) : sizeof(float)));
+  for (int64_t at = lo; at < hi; at += ROW_BATCH) {
+    int64_t end = at + ROW_BATCH < hi ? at + ROW_BATCH : hi;
+    int64_t n = read_rows(c, at, end, rows, scales);
+    add_rows(c, acc, rows, scales, n, at, end);
+    count += n;
+  }
+  if (c->mode == MODE_MEAN && count > 0) {
+    for (int64_t d = 0; d < c->D; d++) {
+      if (f64)
+        ((double *)acc)[d] /= (double)count;
+      else
+        ((float *)acc)[d] /= (float)count;
+    }
+  }
+  return count;
+}
+
+/* Bag b by max: the first strictly greater element wins, as on PyTorch CPU; an empty bag is 0. */
+static int64_t max_bag(bag_call *c, int64_t b, double *acc) {
+  int64_t lo, hi, count = 0;
+  bag_range(c, b, &lo, &hi);
+  const tpu_tensor *mi = c->max_indices;
+  int64_t *arg = (int64_t *)tpu_tensor_data(mi) + b * mi->strides[0];
+  int64_t e = (int64_t)tpu_dtype_size(c->wdt);
+  for (int64_t d = 0; d < c->D; d++) {
+    acc[d] = 0;
+    arg[d * mi->strides[1]] = 0;
+  }
+  for (int64_t p = lo; p < hi; p++) {
+    int64_t row = index_at(&c->indices, p);
+    if (row == c->padding)
+      continue;
+    if (row < 0 || row >= c->V) {
+      atomic_store_explicit(&c->bad, true, memory_order_relaxed);
+      continue;
+    }
+    const char *src = c->rows + row * c->row_bytes;
+    for (int64_t d = 0; d < c->D; d++) {
+      double v = tpu_real_load(src + d * e, c->wdt);
+      if (count == 0 || v > acc[d]) {
+        acc[d] = v;
+        arg[d * mi->strides[1]] = row;
+      }
+    }
+    count++;
+  }
+  return count;
 }
 
 static char *out_row(const bag_call *c, int64_t b) {
@@ -110,97 +197,20 @@ static void store_i64(const tpu_tensor *t, int64_t i, int64_t v) {
   ((int64_t *)tpu_tensor_data(t))[i * t->strides[0]] = v;
 }
 
-/* The rows are gathered at random from a table larger than the caches, so each is fetched
- * PREFETCH_AHEAD positions before it is added (the out-of-order window covers only a row or two);
- * at most PREFETCH_BYTES of it, as the hardware prefetcher follows a long row by itself. */
-#define PREFETCH_AHEAD 16
-#define PREFETCH_BYTES 512
-
-static void prefetch_row(const bag_call *c, int64_t p) {
-  if (p >= c->N)
-    return;
-  int64_t row = load_index(c->indices, p);
-  if (row < 0 || row >= c->V)
-    return;
-  const tpu_tensor *w = c->weight;
-  int64_t e = (int64_t)tpu_dtype_size(w->dtype), bytes = c->D * e;
-  const char *start = (const char *)tpu_tensor_data(w) + row * w->strides[0] * e;
-  for (int64_t at = 0; at < bytes && at < PREFETCH_BYTES; at += 64)
-    __builtin_prefetch(start + at);
-}
-
-/* Bag b by sum or mean: returns the count of positions that are not padding. */
-static int64_t sum_bag(bag_call *c, int64_t b, void *acc, bool f64) {
-  int64_t lo, hi, count = 0;
-  bag_range(c, b, &lo, &hi);
-  memset(acc, 0, (size_t)c->D * (f64 ? sizeof(double) : sizeof(float)));
-  for (int64_t p = lo; p < hi; p++) {
-    prefetch_row(c, p + PREFETCH_AHEAD);
-    int64_t row = load_index(c->indices, p);
-    if (row == c->padding)
-      continue;
-    if (row < 0 || row >= c->V) {
-      atomic_store_explicit(&c->bad, true, memory_order_relaxed);
-      continue;
-    }
-    count++;
-    if (f64)
-      axpy_f64(acc, c, row, psw_at(c, p));
-    else
-      axpy_f32(acc, c, row, (float)psw_at(c, p));
-  }
-  if (c->mode == MODE_MEAN && count > 0) {
-    for (int64_t d = 0; d < c->D; d++) {
-      if (f64)
-        ((double *)acc)[d] /= (double)count;
-      else
-        ((float *)acc)[d] /= (float)count;
-    }
-  }
-  return count;
-}
-
-/* Bag b by max: the first strictly greater element wins, as on PyTorch CPU; an empty bag is 0. */
-static int64_t max_bag(bag_call *c, int64_t b, double *acc) {
-  int64_t lo, hi, count = 0;
-  bag_range(c, b, &lo, &hi);
-  const tpu_tensor *mi = c->max_indices;
-  int64_t *arg = (int64_t *)tpu_tensor_data(mi) + b * mi->strides[0];
-  for (int64_t d = 0; d < c->D; d++) {
-    acc[d] = 0;
-    arg[d * mi->strides[1]] = 0;
-  }
-  for (int64_t p = lo; p < hi; p++) {
-    int64_t row = load_index(c->indices, p);
-    if (row == c->padding)
-      continue;
-    if (row < 0 || row >= c->V) {
-      atomic_store_explicit(&c->bad, true, memory_order_relaxed);
-      continue;
-    }
-    for (int64_t d = 0; d < c->D; d++) {
-      double v = weight_at(c, row, d);
-      if (count == 0 || v > acc[d]) {
-        acc[d] = v;
-        arg[d * mi->strides[1]] = row;
-      }
-    }
-    count++;
-  }
-  return count;
-}
-
 static void bags_range(int64_t begin, int64_t end, int chunk, void *arg) {
   (void)chunk;
   bag_call *c = arg;
-  bool f64 = c->weight->dtype == TPU_FLOAT64 || c->mode == MODE_MAX;
+  bool f64 = c->wdt == TPU_FLOAT64 || c->mode == MODE_MAX;
   void *acc = malloc((size_t)(c->D ? c->D : 1) * (f64 ? sizeof(double) : sizeof(float)));
+  int64_t rows[ROW_BATCH];
+  double scales[ROW_BATCH];
   if (!acc) { /* reported by the caller's second look */
     atomic_store_explicit(&c->bad, true, memory_order_relaxed);
     return;
   }
   for (int64_t b = begin; b < end; b++) {
-    int64_t count = c->mode == MODE_MAX ? max_bag(c, b, acc) : sum_bag(c, b, acc, f64);
+    int64_t count =
+        c->mode == MODE_MAX ? max_bag(c, b, acc) : sum_bag(c, b, acc, f64, rows, scales);
     store_row(c, b, acc, f64);
     int64_t size = c->mode == MODE_SUM ? 0 : count;
     store_i64(c->bag_size, b, size);
@@ -219,7 +229,7 @@ static void bags_range(int64_t begin, int64_t end, int chunk, void *arg) {
 /* The error of a call whose bags saw a bad index (or ran out of memory). */
 static tpu_status bag_index_error(const bag_call *c) {
   for (int64_t p = 0; p < c->N; p++) {
-    int64_t row = load_index(c->indices, p);
+    int64_t row = index_at(&c->indices, p);
     if (row != c->padding && (row < 0 || row >= c->V))
       return tpu_error(TPU_ERR_RUNTIME, "Expected i < index_size to be true, but got false.  "
                        "(index %lld is out of range for %lld embeddings)", (long long)row,
@@ -232,7 +242,7 @@ static tpu_status bag_index_error(const bag_call *c) {
 static tpu_status check_offsets(const bag_call *c) {
   int64_t prev = 0;
   for (int64_t b = 0; b < c->B; b++) {
-    int64_t o = load_index(c->offsets, b);
+    int64_t o = index_at(&c->offsets, b);
     if (b == 0 && o != 0)
       return tpu_error(TPU_ERR_RUNTIME, "offsets[0] has to be 0, i.e., the first sequence in "
                        "the mini-batch has to start from position 0. However, got %lld",
@@ -257,27 +267,23 @@ static bool is_i64(const tpu_tensor *t, int ndim) {
 }
 
 tpu_status tpu_kernel_embedding_bag(const tpu_op_call *call) {
-  bag_call c = {.weight = &call->tensors[0], .indices = &call->tensors[1],
-                .offsets = &call->tensors[2],
-                .psw = call->n_inputs == 4 ? &call->tensors[3] : NULL};
+  const tpu_tensor *w = &call->tensors[0], *indices = &call->tensors[1],
+                   *offsets = &call->tensors[2],
+                   *psw = call->n_inputs == 4 ? &call->tensors[3] : NULL;
   const tpu_tensor *o = &call->tensors[call->n_inputs];
-  c.out = o;
-  c.offset2bag = o + 1;
-  c.bag_size = o + 2;
-  c.max_indices = o + 3;
-  c.mode = (int)call->scalars[0].i;
-  c.padding = call->scalars[1].i;
+  bag_call c = {.weight = w, .out = o, .offset2bag = o + 1, .bag_size = o + 2,
+                .max_indices = o + 3, .wdt = w->dtype, .mode = (int)call->scalars[0].i,
+                .padding = call->scalars[1].i};
   atomic_init(&c.bad, false);
-  const tpu_tensor *w = c.weight;
   if (call->n_outputs != 4 || w->ndim != 2 || !tpu_dtype_is_floating(w->dtype) ||
       tpu_dtype_is_complex(w->dtype) || (w->sizes[1] > 1 && w->strides[1] != 1) ||
-      !is_index(c.indices) || !is_index(c.offsets) || c.offsets->dtype != c.indices->dtype ||
-      c.mode < MODE_SUM || c.mode > MODE_MAX || (c.psw && c.mode != MODE_SUM))
+      !is_index(indices) || !is_index(offsets) || offsets->dtype != indices->dtype ||
+      c.mode < MODE_SUM || c.mode > MODE_MAX || (psw && c.mode != MODE_SUM))
     return tpu_error(TPU_ERR_VALUE, "embedding_bag: malformed call");
   c.V = w->sizes[0];
   c.D = w->sizes[1];
-  c.N = c.indices->sizes[0];
-  c.B = c.offsets->sizes[0];
+  c.N = indices->sizes[0];
+  c.B = offsets->sizes[0];
   bool max = c.mode == MODE_MAX;
   if (o->ndim != 2 || o->sizes[0] != c.B || o->sizes[1] != c.D || o->dtype != w->dtype ||
       (o->sizes[1] > 1 && o->strides[1] != 1) || !is_i64(c.offset2bag, 1) ||
@@ -285,8 +291,17 @@ tpu_status tpu_kernel_embedding_bag(const tpu_op_call *call) {
       !is_i64(c.bag_size, 1) || c.bag_size->sizes[0] != c.B ||
       !is_i64(c.max_indices, max ? 2 : 1) || c.max_indices->sizes[0] != c.B ||
       (max && c.max_indices->sizes[1] != c.D) ||
-      (c.psw && (c.psw->ndim != 1 || c.psw->sizes[0] != c.N || c.psw->dtype != w->dtype)))
+      (psw && (psw->ndim != 1 || psw->sizes[0] != c.N || psw->dtype != w->dtype)))
     return tpu_error(TPU_ERR_VALUE, "embedding_bag: malformed outputs");
+  c.indices = raw_of(indices);
+  c.offsets = raw_of(offsets);
+  if (psw)
+    c.psw = raw_of(psw);
+  c.rows = (const char *)tpu_tensor_data(w);
+  c.row_bytes = w->strides[0] * (int64_t)tpu_dtype_size(w->dtype);
+  c.prefetch_bytes = c.D * (int64_t)tpu_dtype_size(w->dtype);
+  if (c.prefetch_bytes > PREFETCH_BYTES)
+    c.prefetch_bytes = PREFETCH_BYTES;
   tpu_status st = check_offsets(&c);
   if (st != TPU_OK)
     return st;
