@@ -137,13 +137,19 @@ def test_topk_with_ties_is_the_stable_order(
 
 
 def test_topk_of_a_long_row(eager_mode: str) -> None:
-    """Sampling's topk over a vocabulary, in the model dtypes."""
+    """Sampling's topk over a vocabulary, in the model dtypes: k of 64 and fewer is selected in
+    one pass (along rows and columns), more from the elements a count of key bytes leaves."""
+    g = torch.Generator().manual_seed(0)
     for dtype in (torch.float32, torch.bfloat16, torch.float16):
-        x = torch.randn(3, 50257).to(dtype)
-        got = on_device(lambda t: torch.topk(t, 40), x)
-        stable = torch.sort(x, descending=True, stable=True)
-        same(tuple(got), tuple(s.narrow(1, 0, 40) for s in stable), strides=False)
-        assert torch.equal(got.values.cpu(), torch.topk(x, 40).values)
+        x = torch.randn(3, 50257, generator=g).to(dtype)
+        for k, dim, largest in ((100, 1, True), (40, 1, True), (16, 1, False), (3, 0, True)):
+            y = x if dim == 1 else x.t()  # columns: a strided row
+            got = on_device(lambda t, k=k, d=dim, h=largest: torch.topk(t, k, d, h), y)
+            stable = torch.sort(y, dim=dim, descending=largest, stable=True)
+            same(tuple(got), tuple(s.narrow(dim, 0, k) for s in stable), strides=False)
+    ascending = torch.arange(5000, dtype=torch.int32)  # every element enters the prefix
+    check(lambda t: tuple(torch.topk(t, 64)), ascending)
+    check(lambda t: tuple(torch.topk(t, 16, largest=False)), ascending.flip(0))
 
 
 def test_large_sorts_split_over_threads(eager_mode: str) -> None:

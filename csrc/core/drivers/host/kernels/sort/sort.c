@@ -1,8 +1,9 @@
 /* The SORT kernel (contract in ops/tpu_ops_sort.h). Rows along the dimension are independent and
  * split over the pool; each chunk of rows owns scratch for one row's items, loads a row as keyed
  * items (kernels/sort/sort.h), sorts them and writes the first k values and positions. For a
- * short prefix (topk of a long row) it first counts the keys' most significant bytes and loads
- * only the elements whose byte can be in the prefix, usually few. */
+ * short prefix (topk of a long row) it selects a prefix of a few items in one pass, and for a longer
+ * one first counts the keys' most significant bytes and loads only the elements whose byte can be
+ * in the prefix, usually few. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,9 +56,14 @@ static uint64_t prefix_top(const sorter *s, const char *in) {
 
 static void sort_row(const sorter *s, tpu_sort_item *items, char *values, char *indices,
                      const char *in) {
-  const uint64_t top = s->k < s->n / SORT_PREFIX_RATIO ? prefix_top(s, in) : 0xff;
-  const int64_t m = s->keys->load(items, in, s->n, s->in_step, s->flip, top);
-  const tpu_sort_item *sorted = tpu_sort_items(items, items + s->n, m, s->key_bytes);
+  const tpu_sort_item *sorted = items;
+  if (s->k <= TPU_SORT_SELECT_MAX && s->k < s->n / SORT_PREFIX_RATIO) {
+    s->keys->select(items, in, s->n, s->in_step, s->flip, s->k);
+  } else {
+    const uint64_t top = s->k < s->n / SORT_PREFIX_RATIO ? prefix_top(s, in) : 0xff;
+    const int64_t m = s->keys->load(items, in, s->n, s->in_step, s->flip, top);
+    sorted = tpu_sort_items(items, items + s->n, m, s->key_bytes);
+  }
   for (int64_t j = 0; j < s->k; j++) {
     copy_element(s, values, in, j, sorted[j].index);
     memcpy(indices + j * s->index_step, &sorted[j].index, sizeof(int64_t));

@@ -7,7 +7,8 @@
  * the keys use (insertion sort for short rows). Keys use the dtype's width (tpu_dtype_size
  * bytes) and are XORed with `flip`: the width's mask reverses the order (descending), 0 keeps it.
  * For a short prefix of a long row (topk) only the elements whose key's most significant byte can
- * be in the prefix need loading, found from a count of those bytes. */
+ * be in the prefix need loading, found from a count of those bytes; a prefix of a few items is
+ * selected in one pass instead. */
 #ifndef TPU_HOST_KERNELS_SORT_H
 #define TPU_HOST_KERNELS_SORT_H
 
@@ -31,9 +32,18 @@ typedef int64_t (*tpu_sort_load_fn)(tpu_sort_item *items, const char *row, int64
 typedef void (*tpu_sort_count_fn)(int64_t *counts, const char *row, int64_t n, int64_t step,
                                   uint64_t flip);
 
+/* The row's first k items in sort order (ties in input order), 1 <= k <= TPU_SORT_SELECT_MAX,
+ * into best[0..k), from one pass over the row: what a stable sort's prefix would hold. */
+typedef void (*tpu_sort_select_fn)(tpu_sort_item *best, const char *row, int64_t n, int64_t step,
+                                   uint64_t flip, int64_t k);
+
+/* The largest k tpu_sort_select_fn takes: each kept item costs a shift of up to k. */
+#define TPU_SORT_SELECT_MAX 64
+
 typedef struct tpu_sort_keys {
   tpu_sort_load_fn load;
   tpu_sort_count_fn count;
+  tpu_sort_select_fn select;
 } tpu_sort_keys;
 
 /* The element at p of an integer or bool dtype, widened to int64 (p need not be aligned). */

@@ -2,6 +2,7 @@
  * whose integer order is the sort contract's order (ops/tpu_ops_sort.h). */
 #include <string.h>
 
+#include "drivers/host/engine/engine_simd.h"
 #include "drivers/host/kernels/sort/sort.h"
 
 /* A floating element's key from its bits b, `sign` being the sign bit of its width and `inf`
@@ -20,6 +21,20 @@ static inline uint64_t float_key(uint64_t b, uint64_t sign, uint64_t inf) {
 /* Counts go to this many histograms in turn: neighbouring elements mostly share their key's
  * byte, and one histogram would make each count wait for the one before. */
 #define COUNT_LANES 4
+
+/* Elements whose keys are computed at a time by a select: a block whose least key cannot enter
+ * the prefix, most of them once it has filled, is skipped after one vectorized pass. */
+#define SELECT_BLOCK 64
+
+/* Puts {key, index} into best[0..*m), kept in order with ties in input order, growing it to at most
+ * k items: once full, the last item makes room. The caller checks the item belongs. */
+static inline void select_insert(tpu_sort_item *best, int64_t *m, int64_t k, uint64_t key,
+                                 int64_t index) {
+  int64_t at = *m < k ? (*m)++ : k - 1;
+  for (; at > 0 && best[at - 1].key > key; at--)
+    best[at] = best[at - 1];
+  best[at] = (tpu_sort_item){key, index};
+}
 
 /* Defines the keys of one dtype, keys_<name>: elements read as bits of the unsigned type U, `v`,
  * keyed by the expression KEY. The loader writes every item and keeps it by advancing past it,
@@ -52,7 +67,34 @@ static inline uint64_t float_key(uint64_t b, uint64_t sign, uint64_t inf) {
       for (int d = 0; d < 256; d++)                                                                \
         counts[d] += lanes[l][d];                                                                  \
   }                                                                                                \
-  static const tpu_sort_keys keys_##name = {load_##name, count_##name};
+  /* The n (at most SELECT_BLOCK) keys of a block into keys; returns the least. */                 \
+  TPU_SIMD static U block_##name(U *restrict keys, const char *row, int64_t n, int64_t step,      \
+                                 U flip) {                                                         \
+    U least = (U) ~(U)0;                                                                           \
+    for (int64_t j = 0; j < n; j++) {                                                              \
+      U v;                                                                                         \
+      memcpy(&v, row + j * step, sizeof v);                                                        \
+      const U key = (U)(KEY) ^ flip;                                                               \
+      keys[j] = key;                                                                               \
+      least = key < least ? key : least;                                                           \
+    }                                                                                              \
+    return least;                                                                                  \
+  }                                                                                                \
+  static void select_##name(tpu_sort_item *best, const char *row, int64_t n, int64_t step,        \
+                            uint64_t flip, int64_t k) {                                            \
+    U keys[SELECT_BLOCK];                                                                          \
+    int64_t m = 0;                                                                                 \
+    for (int64_t at = 0; at < n; at += SELECT_BLOCK) {                                             \
+      const int64_t len = n - at < SELECT_BLOCK ? n - at : SELECT_BLOCK;                           \
+      const U least = block_##name(keys, row + at * step, len, step, (U)flip);                     \
+      if (m == k && least >= best[k - 1].key)                                                      \
+        continue;                                                                                  \
+      for (int64_t j = 0; j < len; j++)                                                            \
+        if (m < k || keys[j] < best[k - 1].key)                                                    \
+          select_insert(best, &m, k, keys[j], at + j);                                             \
+    }                                                                                              \
+  }                                                                                                \
+  static const tpu_sort_keys keys_##name = {load_##name, count_##name, select_##name};
 
 /* Unsigned integers are their own keys; signed ones flip their sign bit, so the most negative
  * value comes first. */
