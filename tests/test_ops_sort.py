@@ -137,8 +137,9 @@ def test_topk_with_ties_is_the_stable_order(
 
 
 def test_topk_of_a_long_row(eager_mode: str) -> None:
-    """Sampling's topk over a vocabulary, in the model dtypes: k of 64 and fewer is selected in
-    one pass (along rows and columns), more from the elements a count of key bytes leaves."""
+    """Sampling's topk over a vocabulary, in the model dtypes: a small k of a long row is selected
+    in one pass (along rows and columns), a larger one sorted from the elements a count of key
+    bytes leaves."""
     g = torch.Generator().manual_seed(0)
     for dtype in (torch.float32, torch.bfloat16, torch.float16):
         x = torch.randn(3, 50257, generator=g).to(dtype)

@@ -4,6 +4,8 @@
  * short prefix (topk of a long row) it selects a prefix of a few items in one pass, and for a longer
  * one first counts the keys' most significant bytes and loads only the elements whose byte can be
  * in the prefix, usually few. */
+#include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,10 +56,19 @@ static uint64_t prefix_top(const sorter *s, const char *in) {
   return top;
 }
 
+/* Whether selecting the prefix in one pass costs less than sorting the loaded elements. On random
+ * rows a select inserts about k (1 + ln(n / k)) items, each shifting k / 2 on average; loading and
+ * sorting costs some 6 such shifts an element. */
+static bool select_pays(int64_t n, int64_t k) {
+  if (k > TPU_SORT_SELECT_MAX || k >= n / SORT_PREFIX_RATIO)
+    return false;
+  return (double)k * (double)k * (1.0 + log((double)n / (double)k)) <= 12.0 * (double)n;
+}
+
 static void sort_row(const sorter *s, tpu_sort_item *items, char *values, char *indices,
                      const char *in) {
   const tpu_sort_item *sorted = items;
-  if (s->k <= TPU_SORT_SELECT_MAX && s->k < s->n / SORT_PREFIX_RATIO) {
+  if (select_pays(s->n, s->k)) {
     s->keys->select(items, in, s->n, s->in_step, s->flip, s->k);
   } else {
     const uint64_t top = s->k < s->n / SORT_PREFIX_RATIO ? prefix_top(s, in) : 0xff;
