@@ -34,6 +34,7 @@ class OpCase:
     readback: bool = False  # copy the result to the host inside the timed region
     quick: bool = True
     expect: Callable[[torch.Tensor], Check] | None = None  # an exact check besides the CPU one
+    sampled: bool = False  # random draws: checked by expect alone, not against CPU's draws
 
     @property
     def key(self) -> str:
@@ -230,6 +231,41 @@ def reduction_cases() -> list[OpCase]:
     ]
 
 
+# Sampling's support: a generation step's top-k-filtered distribution over GPT-2's vocabulary,
+# every SUPPORT_STEP-th token allowed.
+VOCAB, SUPPORT_STEP = 50257, 1000
+
+
+def _sampling_probs(g: torch.Generator) -> Inputs:
+    probs = torch.zeros(64, VOCAB)
+    allowed = probs[:, ::SUPPORT_STEP]
+    allowed.copy_(torch.rand(allowed.shape, generator=g) + 0.01)
+    return (probs / probs.sum(1, keepdim=True),)
+
+
+def _in_support(y: torch.Tensor) -> Check:
+    ok = bool((y.cpu() % SUPPORT_STEP == 0).all())
+    return Check(ok, "every draw in the support" if ok else "a draw outside the support")
+
+
+def sampling_cases() -> list[OpCase]:
+    """torch.multinomial as generation calls it: one token per row of 64 (flops: a running sum
+    and a comparison per probability; bytes: the probabilities and the draws)."""
+    return [
+        OpCase(
+            "reduction",
+            "multinomial",
+            f"64x{VOCAB} fp32, 1 draw",
+            _sampling_probs,
+            lambda i, o: torch.multinomial(i[0], 1),
+            2 * 64 * VOCAB,
+            4 * 64 * VOCAB + 8 * 64,
+            expect=_in_support,
+            sampled=True,
+        ),
+    ]
+
+
 def embedding_bag_cases() -> list[OpCase]:
     """DLRM-style sparse features: 4096 bags of 32 rows each from a 100000x64 fp32 table, summed
     (flops: one add per gathered element; bytes: the rows, the indices and the output)."""
@@ -379,6 +415,7 @@ def all_cases(quick: bool) -> list[OpCase]:
         *elementwise_cases(),
         *reduction_cases(),
         *embedding_bag_cases(),
+        *sampling_cases(),
         *gemm_cases(),
         *conv_cases(),
         *upsample_cases(),
