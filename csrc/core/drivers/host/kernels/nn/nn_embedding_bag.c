@@ -56,22 +56,71 @@ static void bag_range(const bag_call *c, int64_t b, int64_t *lo, int64_t *hi) {
  * as the hardware prefetcher follows a long row by itself. */
 enum { ROW_BATCH = 256, PREFETCH_AHEAD = 16, PREFETCH_BYTES = 512 };
 
-/* The rows of positions [lo, hi) that are not padding, with their per-sample weights (1 without
- * them); an index outside [0, V) is flagged and skipped. Returns how many rows. */
+/* The rows of positions [lo, hi) that are not padding, with their per-sample weights (scales is
+ * left alone without them); an index outside [0, V) is flagged and skipped. Returns how many. */
 static int64_t read_rows(bag_call *c, int64_t lo, int64_t hi, int64_t *rows, double *scales) {
   int64_t n = 0;
-  for (int64_t p = lo; p < hi; p++) {
-    int64_t row = index_at(&c->indices, p);
-    if (row == c->padding)
-      continue;
-    if (row < 0 || row >= c->V) {
-      atomic_store_explicit(&c->bad, true, memory_order_relaxed);
-      continue;
-    }
-    scales[n] = c->psw.base ? tpu_real_load(c->psw.base + p * c->psw.step, c->wdt) : 1.0;
-    rows[n++] = row;
+  bool bad = false;
+  for (int64_t p = lo; p < hi; p++) { /* without branches: padding is as likely as not */
+    const int64_t row = index_at(&c->indices, p);
+    const bool padding = row == c->padding, outside = (uint64_t)row >= (uint64_t)c->V;
+    bad |= outside & !padding;
+    if (c->psw.base)
+      scales[n] = tpu_real_load(c->psw.base + p * c->psw.step, c->wdt);
+    rows[n] = row;
+    n += !padding & !outside;
   }
+  if (bad)
+    atomic_store_explicit(&c->bad, true, memory_order_relaxed);
   return n;
+}
+
+/* The prefetch of the row PREFETCH_AHEAD positions after the k-th of the n rows read from the
+ * positions [lo, hi), into the next bags. Inline in the row loops: GCC finds a function of nothing
+ * but prefetches const and deletes its calls. */
+#define PREFETCH_AHEAD_OF(c, k, n, lo, hi)                                                         \
+  do {                                                                                             \
+    int64_t ahead_ = (k) + PREFETCH_AHEAD;                                                         \
+    int64_t p_ = ahead_ < (hi) - (lo) ? (lo) + ahead_ : (hi) + ahead_ - (n);                       \
+    int64_t next_ = p_ < (c)->N ? index_at(&(c)->indices, p_) : -1;                                \
+    if (next_ >= 0 && next_ < (c)->V)                                                              \
+      for (int64_t at_ = 0; at_ < PREFETCH_BYTES; at_ += 64)                                       \
+        if (at_ < (c)->prefetch_bytes)                                                             \
+          __builtin_prefetch((c)->rows + next_ * (c)->row_bytes + at_);                            \
+  } while (0)
+
+/* Columns of a plain float sum held in registers across a bag's rows: the accumulator then never
+ * waits on its own store, row after row. */
+enum { SUM_TILE = 32 };
+
+/* acc[0..D) += weight[rows[k]] for each of the n rows, in index order, a tile of columns at a
+ * time (the rows of a bag stay in L1 for the later tiles). */
+static inline void sum_f32_tiles(const bag_call *c, float *restrict acc, const int64_t *rows,
+                                 int64_t n, int64_t lo, int64_t hi) {
+  int64_t D = c->D, d0 = 0;
+  for (; d0 + SUM_TILE <= D; d0 += SUM_TILE) {
+    float t[SUM_TILE];
+    for (int j = 0; j < SUM_TILE; j++)
+      t[j] = acc[d0 + j];
+    for (int64_t k = 0; k < n; k++) {
+      if (d0 == 0)
+        PREFETCH_AHEAD_OF(c, k, n, lo, hi);
+      const float *restrict src = (const float *)(c->rows + rows[k] * c->row_bytes) + d0;
+      for (int j = 0; j < SUM_TILE; j++)
+        t[j] += src[j];
+    }
+    for (int j = 0; j < SUM_TILE; j++)
+      acc[d0 + j] = t[j];
+  }
+  if (d0 == D)
+    return;
+  for (int64_t k = 0; k < n; k++) {
+    if (d0 == 0)
+      PREFETCH_AHEAD_OF(c, k, n, lo, hi);
+    const float *restrict src = (const float *)(c->rows + rows[k] * c->row_bytes);
+    for (int64_t d = d0; d < D; d++)
+      acc[d] += src[d];
+  }
 }
 
 /* acc[0..D) += scales[k] * weight[rows[k]] for each of the n rows, in index order, read from the
@@ -81,24 +130,21 @@ static int64_t read_rows(bag_call *c, int64_t lo, int64_t hi, int64_t *rows, dou
 TPU_SIMD static void add_rows(const bag_call *c, void *acc_, const int64_t *rows,
                               const double *scales, int64_t n, int64_t lo, int64_t hi) {
   int64_t D = c->D;
+  if (c->wdt == TPU_FLOAT32 && !c->psw.base) {
+    sum_f32_tiles(c, acc_, rows, n, lo, hi);
+    return;
+  }
   for (int64_t k = 0; k < n; k++) {
-    /* Inline here: GCC finds a function of nothing but prefetches const and deletes its calls. */
-    int64_t ahead = k + PREFETCH_AHEAD;
-    int64_t p = ahead < hi - lo ? lo + ahead : hi + ahead - n;
-    int64_t next = p < c->N ? index_at(&c->indices, p) : -1;
-    if (next >= 0 && next < c->V)
-      for (int64_t at = 0; at < PREFETCH_BYTES; at += 64)
-        if (at < c->prefetch_bytes)
-          __builtin_prefetch(c->rows + next * c->row_bytes + at);
+    PREFETCH_AHEAD_OF(c, k, n, lo, hi);
     const char *row = c->rows + rows[k] * c->row_bytes;
     if (c->wdt == TPU_FLOAT64) {
-      double *restrict acc = acc_, scale = scales[k];
+      double *restrict acc = acc_, scale = c->psw.base ? scales[k] : 1.0;
       const double *restrict src = (const double *)row;
       for (int64_t d = 0; d < D; d++)
         acc[d] += src[d] * scale;
       continue;
     }
-    float *restrict acc = acc_, scale = (float)scales[k];
+    float *restrict acc = acc_, scale = c->psw.base ? (float)scales[k] : 1.0f;
     if (c->wdt == TPU_FLOAT32) {
       const float *restrict src = (const float *)row;
       if (scale == 1.0f)
