@@ -151,6 +151,18 @@ ALLOWLIST: dict[tuple[str, str], dict[str, str]] = {
             "scaled_dot_product_attention composite reads only through this stub"
         ),
     },
+    ("ops/TpuComplex.cpp", "tensor_iterator_build"): {
+        "at::TensorIteratorConfig()": (
+            "complex_out and polar_out build ATen's iterator only to check, size and lay out "
+            "their output (as CPU's complex_out does); no stub runs, native copies compute"
+        ),
+    },
+    ("ops/TpuFrexp.cpp", "tensor_iterator_build"): {
+        "at::TensorIteratorConfig()": (
+            "frexp_out builds ATen's iterator only to check, size and lay out its two outputs "
+            "(as CPU's frexp_out does); no stub runs, native integer ops compute"
+        ),
+    },
     ("ops/TpuElementwiseMisc.cpp", "tensor_iterator_build"): {
         "at::TensorIteratorConfig()": (
             "where_out builds ATen's where iterator only to size and lay out its output (as "

@@ -84,11 +84,6 @@ FALLBACK_REASONS: dict[str, tuple[str, ...]] = {
         "histogram",
         "histogramdd",
     ),
-    "complex construction and frexp's two outputs: no tpu kernel yet": (
-        "complex",
-        "polar",
-        "frexp",
-    ),
     "hash_tensor (PyTorch 2.13's bitwise hash reduction): no tpu kernel yet": ("hash_tensor",),
 }
 
@@ -158,11 +153,6 @@ PJRT_FALLBACK_REASONS: dict[str, tuple[str, ...]] = {
     "histogram and histogramdd (bin edges, weights, density): no tpu kernel yet (histc is)": (
         "histogram",
         "histogramdd",
-    ),
-    "complex construction and frexp's two outputs: no tpu kernel yet": (
-        "complex",
-        "polar",
-        "frexp",
     ),
     "hash_tensor (PyTorch 2.13's bitwise hash reduction): no tpu kernel yet": ("hash_tensor",),
 }
