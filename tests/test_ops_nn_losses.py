@@ -517,6 +517,13 @@ def test_embedding_bag_errors(eager_mode: str) -> None:
     raises_like_cpu(
         lambda a, b, c: F.embedding_bag(b, a, c), w, torch.tensor([1, 10]), torch.tensor([0, 1])
     )
+    for mode in ("sum", "max"):  # -1 is out of range: padding_idx -1 reaches ATen as "none"
+        raises_like_cpu(
+            lambda a, b, c, m=mode: F.embedding_bag(b, a, c, mode=m),
+            w,
+            torch.tensor([1, -1, 2]),
+            torch.tensor([0, 2]),
+        )
     raises_like_cpu(
         lambda a, b, c: torch.ops.aten._embedding_bag(
             a, b, c, False, 1, False, torch.rand(3), False, -1

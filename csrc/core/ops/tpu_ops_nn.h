@@ -16,8 +16,8 @@
  *   present when there are 4 inputs). Outputs: out [B, D] (weight's dtype, rows contiguous),
  *   offset2bag [N] int64 (each position's bag; written only when it has N elements, else [0]),
  *   bag_size [B] int64, max_indices [B, D] int64 for max, else [B]. scalars[0].i = mode (0 sum,
- *   1 mean, 2 max), [1].i = padding_idx (-1 for none). Positions whose index is padding_idx are
- *   skipped. out[b]: the sum of the bag's weight rows (each times its per-sample weight) in
+ *   1 mean, 2 max), [1].i = padding_idx (negative for none). Positions whose index is padding_idx
+ *   are skipped. out[b]: the sum of the bag's weight rows (each times its per-sample weight) in
  *   position order, accumulated in float (double for float64) and rounded once; mean divides it
  *   by the bag's count; max takes each column's maximum, the first strictly greater value winning,
  *   and max_indices the row it came from. An empty bag is 0. bag_size is 0 for sum, else the

@@ -72,8 +72,11 @@ static void emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
   int64_t B = call->tensors[2].sizes[0], mode = call->scalars[0].i;
   tpu_hlo_value idx = tpu_hlo_convert(h, in[1], TPU_INT64);
   tpu_hlo_value off = tpu_hlo_convert(h, in[2], TPU_INT64);
-  tpu_hlo_value padding = tpu_hlo_full_i64(h, call->scalars[1].i, &idx);
-  tpu_hlo_value keep = tpu_hlo_compare(h, "NE", idx, padding);
+  /* A negative padding_idx is none: every position is kept (an index equals itself). */
+  int64_t padding_idx = call->scalars[1].i;
+  tpu_hlo_value keep = padding_idx >= 0
+                           ? tpu_hlo_compare(h, "NE", idx, tpu_hlo_full_i64(h, padding_idx, &idx))
+                           : tpu_hlo_compare(h, "EQ", idx, idx);
   tpu_hlo_value outside = tpu_hlo_binary(
       h, "or", tpu_hlo_compare(h, "LT", idx, tpu_hlo_full_i64(h, 0, &idx)),
       tpu_hlo_compare(h, "GE", idx, tpu_hlo_full_i64(h, V, &idx)));

@@ -44,6 +44,12 @@ static inline int64_t index_at(const raw_vector *v, int64_t i) {
   return tpu_index_load(v->base + i * v->step, v->size);
 }
 
+/* Whether a position's index is padding_idx; a negative padding_idx is none, so a negative index
+ * is always out of range. */
+static inline bool is_padding(const bag_call *c, int64_t row) {
+  return c->padding >= 0 && row == c->padding;
+}
+
 /* Bag b's positions [*lo, *hi): the last bag ends at N. */
 static void bag_range(const bag_call *c, int64_t b, int64_t *lo, int64_t *hi) {
   *lo = index_at(&c->offsets, b);
@@ -63,7 +69,7 @@ static int64_t read_rows(bag_call *c, int64_t lo, int64_t hi, int64_t *rows, dou
   bool bad = false;
   for (int64_t p = lo; p < hi; p++) { /* without branches: padding is as likely as not */
     const int64_t row = index_at(&c->indices, p);
-    const bool padding = row == c->padding, outside = (uint64_t)row >= (uint64_t)c->V;
+    const bool padding = is_padding(c, row), outside = (uint64_t)row >= (uint64_t)c->V;
     bad |= outside & !padding;
     if (c->psw.base)
       scales[n] = tpu_real_load(c->psw.base + p * c->psw.step, c->wdt);
@@ -201,7 +207,7 @@ static int64_t max_bag(bag_call *c, int64_t b, double *acc) {
   }
   for (int64_t p = lo; p < hi; p++) {
     int64_t row = index_at(&c->indices, p);
-    if (row == c->padding)
+    if (is_padding(c, row))
       continue;
     if (row < 0 || row >= c->V) {
       atomic_store_explicit(&c->bad, true, memory_order_relaxed);
@@ -276,7 +282,7 @@ static void bags_range(int64_t begin, int64_t end, int chunk, void *arg) {
 static tpu_status bag_index_error(const bag_call *c) {
   for (int64_t p = 0; p < c->N; p++) {
     int64_t row = index_at(&c->indices, p);
-    if (row != c->padding && (row < 0 || row >= c->V))
+    if (!is_padding(c, row) && (row < 0 || row >= c->V))
       return tpu_error(TPU_ERR_RUNTIME, "Expected i < index_size to be true, but got false.  "
                        "(index %lld is out of range for %lld embeddings)", (long long)row,
                        (long long)c->V);
