@@ -1,7 +1,7 @@
 // torch.frexp: x = mantissa * 2^exponent with |mantissa| in [0.5, 1), composed of native integer
 // ops on the element's bits; zeros, infinities and NaN keep themselves as the mantissa and get
-// exponent 0, as C's frexp gives them to PyTorch CPU. CPU's checks and messages (UnaryOps.cpp); the functional form
-// and autograd come from PyTorch's composites over this out= form.
+// exponent 0, as C's frexp gives them to PyTorch CPU. CPU's checks and messages (UnaryOps.cpp);
+// the functional form and autograd come from PyTorch's composites over this out= form.
 #include <ATen/TensorIterator.h>
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/bitwise_and.h>

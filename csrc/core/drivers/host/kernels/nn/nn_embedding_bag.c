@@ -24,7 +24,7 @@ typedef struct raw_vector {
 } raw_vector;
 
 typedef struct bag_call {
-  const tpu_tensor *weight, *out, *offset2bag, *bag_size, *max_indices;
+  const tpu_tensor *out, *offset2bag, *bag_size, *max_indices;
   raw_vector indices, offsets, psw; /* psw.base is NULL without per-sample weights */
   const char *rows;                 /* the weight's first element */
   int64_t row_bytes;                /* bytes between weight rows */
@@ -323,7 +323,7 @@ tpu_status tpu_kernel_embedding_bag(const tpu_op_call *call) {
                    *offsets = &call->tensors[2],
                    *psw = call->n_inputs == 4 ? &call->tensors[3] : NULL;
   const tpu_tensor *o = &call->tensors[call->n_inputs];
-  bag_call c = {.weight = w, .out = o, .offset2bag = o + 1, .bag_size = o + 2,
+  bag_call c = {.out = o, .offset2bag = o + 1, .bag_size = o + 2,
                 .max_indices = o + 3, .wdt = w->dtype, .mode = (int)call->scalars[0].i,
                 .padding = call->scalars[1].i};
   atomic_init(&c.bad, false);

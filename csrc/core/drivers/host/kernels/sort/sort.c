@@ -1,9 +1,9 @@
 /* The SORT kernel (contract in ops/tpu_ops_sort.h). Rows along the dimension are independent and
  * split over the pool; each chunk of rows owns scratch for one row's items, loads a row as keyed
- * items (kernels/sort/sort.h), sorts them and writes the first k values and positions. For a
- * short prefix (topk of a long row) it selects a prefix of a few items in one pass, and for a longer
- * one first counts the keys' most significant bytes and loads only the elements whose byte can be
- * in the prefix, usually few. */
+ * items (kernels/sort/sort.h), sorts them and writes the first k values and positions. A short
+ * prefix of a long row (topk) is selected in one pass where that costs less (select_pays);
+ * otherwise the keys' most significant bytes are counted first and only the elements whose byte
+ * can be in the prefix, usually few, are loaded. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
