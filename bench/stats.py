@@ -35,10 +35,22 @@ def ratio(baseline: float, contender: float) -> float:
     return baseline / contender
 
 
-def rotations(names: Sequence[str], round_index: int) -> list[str]:
-    """The order in which contenders run in one round: rotated every round, so no contender always
-    runs first (cold caches, turbo state) or always runs right after the same neighbour."""
-    if not names:
-        return []
-    k = round_index % len(names)
-    return list(names[k:]) + list(names[:k])
+def round_order(names: Sequence[str], round_index: int) -> list[str]:
+    """The order in which contenders run in one round. Over n rounds (2n when n is odd) every
+    contender runs first once and right after every other contender equally often (a Williams
+    design): a contender's leftovers, such as PyTorch's OpenMP threads spinning for milliseconds
+    after a CPU op, then slow each neighbour in as many rounds, never one neighbour in all. A plain
+    rotation keeps the cyclic neighbours and does not."""
+    n = len(names)
+    base = [0]
+    lo, hi = 1, n - 1
+    while len(base) < n:
+        base.append(lo)
+        lo += 1
+        if len(base) < n:
+            base.append(hi)
+            hi -= 1
+    order = [(b + round_index) % n for b in base] if n else []
+    if n % 2 and (round_index // n) % 2:
+        order.reverse()
+    return [names[i] for i in order]

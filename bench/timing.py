@@ -4,6 +4,8 @@ repeated runs measured in wall time and in process CPU time."""
 from __future__ import annotations
 
 import math
+import os
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -11,7 +13,7 @@ from typing import Protocol
 
 from bench.checks import Check
 from bench.contenders import first_line
-from bench.stats import Summary, rotations, summarize
+from bench.stats import Summary, round_order, summarize
 
 OK, NA, WRONG = "ok", "n/a", "wrong"
 
@@ -78,6 +80,44 @@ def rounds_for(warm_times: list[float], reps: int, min_time_s: float, max_reps: 
     return max(reps, min(max_reps, math.ceil(min_time_s / slowest)))
 
 
+# The most the harness waits for the process's other threads to go quiet before a call.
+SETTLE_LIMIT_S = 0.05
+
+
+def running_threads() -> int:
+    """The process's threads, other than this one, that are running or runnable now (Linux's
+    /proc; 0 where it is missing)."""
+    me = threading.get_native_id()
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return 0
+    n = 0
+    for tid in tids:
+        if int(tid) == me:
+            continue
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                stat = f.read()
+        except OSError:  # the thread exited meanwhile
+            continue
+        n += stat[stat.rindex(")") + 2] == "R"
+    return n
+
+
+def settle(limit_s: float = SETTLE_LIMIT_S) -> float:
+    """Waits, busy on this thread, until no other thread of the process runs (or `limit_s` has
+    passed) and returns the seconds waited. PyTorch's OpenMP workers spin for milliseconds after
+    each CPU op: untreated, they hold a core through the next contender's call. The wait is busy so
+    that no core goes idle (a core waking from idle runs slower at first)."""
+    start = time.perf_counter()
+    while running_threads() and time.perf_counter() - start < limit_s:
+        pause = time.perf_counter()
+        while time.perf_counter() - pause < 1e-4:
+            pass
+    return time.perf_counter() - start
+
+
 def interleave(
     runners: dict[str, Runner],
     warmup: int,
@@ -88,8 +128,9 @@ def interleave(
     max_reps: int = 50,
     probes: Mapping[str, Probe] | None = None,
 ) -> dict[str, Outcome]:
-    """Run every runner `warmup` times, check, then timed rounds rotating the order: `reps` of them,
-    or more (up to `max_reps`) when calls are fast and `min_time_s` asks for it.
+    """Run every runner `warmup` times, check, then timed rounds in a balanced order (round_order):
+    `reps` of them, or more (up to `max_reps`) when calls are fast and `min_time_s` asks for it.
+    Every call starts once the process's other threads are quiet (settle).
 
     `check(values, final)` compares each runner's values with the reference's; it is called after
     the warm-up (a failure means the runner is never timed) and after the timed rounds. With
@@ -113,6 +154,7 @@ def interleave(
         try:
             r.enter()
             before = probe() if probe else {}
+            settle()
             c0, w0 = time.process_time(), time.perf_counter()
             r.run(i)
             w1, c1 = time.perf_counter(), time.process_time()
@@ -141,12 +183,12 @@ def interleave(
         return results
 
     for rnd in range(warmup):
-        for name in rotations(list(active), rnd):
+        for name in round_order(list(active), rnd):
             one(name, rnd, timed=False)
     apply_checks(final=False)
     total = rounds_for([last_warm[n] for n in active], reps, min_time_s, max_reps)
     for rnd in range(total):
-        for name in rotations(list(active), rnd):
+        for name in round_order(list(active), rnd):
             if name in active:
                 one(name, warmup + rnd, timed=True)
     results = apply_checks(final=True)

@@ -7,7 +7,7 @@ import pytest
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))
 from bench.fmt import Footnotes, fmt_bytes, fmt_pct, fmt_ratio, fmt_s, md_table  # noqa: E402
-from bench.stats import Summary, ratio, rotations, summarize  # noqa: E402
+from bench.stats import Summary, ratio, round_order, summarize  # noqa: E402
 
 
 def test_summarize_odd_and_even() -> None:
@@ -33,13 +33,22 @@ def test_ratio_is_speedup() -> None:
         ratio(0.0, 1.0)
 
 
-def test_rotations_give_every_contender_every_position() -> None:
-    names = ["a", "b", "c"]
-    orders = [rotations(names, r) for r in range(3)]
-    assert orders == [["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"]]
-    for pos in range(3):
-        assert {o[pos] for o in orders} == set(names)
-    assert rotations([], 5) == []
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
+def test_round_order_balances_positions_and_neighbours(n: int) -> None:
+    names = [chr(ord("a") + i) for i in range(n)]
+    rounds = 2 * n if n % 2 else n
+    orders = [round_order(names, r) for r in range(rounds)]
+    for o in orders:
+        assert sorted(o) == names
+    for pos in range(n):  # every contender in every position, equally often
+        firsts = [o[pos] for o in orders]
+        assert all(firsts.count(x) == rounds // n for x in names)
+    follows = [(o[i], o[i + 1]) for o in orders for i in range(n - 1)]
+    for a in names:  # within rounds, each ordered pair equally often
+        for b in names:
+            if a != b:
+                assert follows.count((a, b)) == follows.count((names[0], names[1]))
+    assert round_order([], 5) == []
 
 
 def test_time_and_size_formatting() -> None:
