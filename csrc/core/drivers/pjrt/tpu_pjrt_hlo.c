@@ -433,9 +433,10 @@ tpu_hlo_value tpu_hlo_convolution(tpu_hlo *h, tpu_hlo_value lhs, tpu_hlo_value r
     snprintf(layout[k] + used, sizeof layout[k] - (size_t)used, "]");
   }
   begin_op(h, &r, "stablehlo.convolution", ops, 2);
-  emit(h, " {batch_group_count = 1 : i64, dimension_numbers = #stablehlo.conv<%sx%s->%s>, "
+  emit(h, " {batch_group_count = %lld : i64, dimension_numbers = #stablehlo.conv<%sx%s->%s>, "
           "feature_group_count = %lld : i64, ",
-       layout[0], layout[1], layout[2], (long long)c->groups);
+       (long long)(c->batch_groups > 1 ? c->batch_groups : 1), layout[0], layout[1], layout[2],
+       (long long)c->groups);
   emit_i64s(h, "lhs_dilation", c->lhs_dilation, n);
   emit(h, ", padding = dense<[");
   for (int d = 0; d < n; d++)

@@ -111,7 +111,8 @@ tpu_hlo_value tpu_hlo_dot(tpu_hlo *h, tpu_hlo_value a, tpu_hlo_value b, bool sum
 typedef struct tpu_hlo_conv {
   const char *layout[3];
   int spatial;
-  int64_t groups;
+  int64_t groups;       /* feature_group_count */
+  int64_t batch_groups; /* batch_group_count (0 taken as 1) */
   int64_t stride[3], pad_low[3], pad_high[3], lhs_dilation[3], rhs_dilation[3];
 } tpu_hlo_conv;
 

@@ -1,9 +1,9 @@
 /* Convolutions (ops/tpu_ops_conv.h) as StableHLO convolutions, in float (double for float64) and
  * rounded once: CONV; CONV_BACKWARD_INPUT as the convolution of the stride-dilated dy with the
- * spatially reversed kernel, its two channel dimensions swapped within each group; an ungrouped
- * CONV_BACKWARD_WEIGHT as the convolution of x with dy over the batch; CONV_BACKWARD_BIAS as a
- * sum. Each padding is chosen so the result has exactly the output's sizes (a transposed
- * convolution's output_padding). Grouped weight gradients run on the host. */
+ * spatially reversed kernel, its two channel dimensions swapped within each group;
+ * CONV_BACKWARD_WEIGHT as the convolution of x with dy over the batch, groups as batch groups;
+ * CONV_BACKWARD_BIAS as a sum. Each padding is chosen so the result has exactly the output's
+ * sizes (a transposed convolution's output_padding). */
 #include "drivers/pjrt/tpu_pjrt_family.h"
 
 static bool floating(tpu_dtype d) {
@@ -49,8 +49,7 @@ static bool supports(const tpu_op_call *call) {
   if (g.spatial < 1 || g.spatial > 3 || g.w->ndim != g.x->ndim || g.y->ndim != g.x->ndim ||
       g.groups < 1 || g.x->sizes[1] != g.groups * g.w->sizes[1] ||
       g.w->sizes[0] % g.groups != 0 || g.y->sizes[1] != g.w->sizes[0] ||
-      g.y->sizes[0] != g.x->sizes[0] ||
-      (call->op == TPU_OP_CONV_BACKWARD_WEIGHT && g.groups != 1))
+      g.y->sizes[0] != g.x->sizes[0])
     return false;
   if (call->n_inputs == 3) {
     int64_t channels = call->op == TPU_OP_CONV ? g.y->sizes[1] : g.x->sizes[1];
@@ -127,11 +126,13 @@ static tpu_hlo_value backward_input(tpu_hlo *h, const tpu_op_call *call, const g
   return tpu_hlo_convolution(h, dy, w, &c, g->x->ndim, g->x->sizes);
 }
 
-/* dw[o, i, k] = sum over n and y of dy[n, o, y] x[n, i, y s + k dil - p]: the batch is the
- * contracted feature dimension of both operands. */
+/* dw[o, i, k] = sum over n and y of dy[n, o, y] x[n, G(o) Cg + i, y s + k dil - p]: the batch
+ * is the contracted feature dimension of both operands, and x's channels, its batch here, split
+ * into the groups that dy's channels, the output features, split into (batch_group_count). */
 static tpu_hlo_value backward_weight(tpu_hlo *h, const tpu_op_call *call, const geometry *g,
                                      tpu_hlo_value dy, tpu_hlo_value x) {
-  tpu_hlo_conv c = {.layout = {"f, b", "i, o", "f, b"}, .spatial = g->spatial, .groups = 1};
+  tpu_hlo_conv c = {.layout = {"f, b", "i, o", "f, b"}, .spatial = g->spatial, .groups = 1,
+                    .batch_groups = g->groups};
   for (int d = 0; d < g->spatial; d++) {
     int64_t s = param(call, 0, g, d), p = param(call, 1, g, d), dil = param(call, 2, g, d);
     int64_t k = g->w->sizes[2 + d], in = g->x->sizes[2 + d], out = g->y->sizes[2 + d];
