@@ -30,7 +30,7 @@ PJRT_GROUP_3 := tests/test_random.py tests/test_ops_conv_rnn.py tests/test_dist.
 	tests/test_ops_sampling.py tests/test_ops_search.py tests/test_ops_linalg.py \
 	tests/test_ops_nn_losses.py
 
-.PHONY: setup demo test core-tests core-tests-sanitized core-tests-tsan fault-injection fuzz-core fuzz soak pytest pytest-pjrt lint bench bench-full clean
+.PHONY: setup demo test core-tests core-tests-sanitized core-tests-tsan fault-injection fuzz-core fuzz soak pytest pytest-pjrt pytest-pjrt-models lint bench bench-full clean
 
 setup: $(INSTALL_STAMP)
 
@@ -128,6 +128,17 @@ pytest-pjrt: setup
 		echo "pytest-pjrt: $$group"; \
 		TORCH_TPU_DRIVER=pjrt TORCH_TPU_PJRT_PLUGIN=lammps_jax_pjrt_cpu \
 			$(VENV)/bin/pytest -q -n $(JOBS) --dist loadfile --max-worker-restart=0 $$group || exit 1; \
+	done
+
+# The Hugging Face models and the OpInfo sweep on the PJRT driver, one pytest per sweep
+# configuration: the driver keeps every executable, and a worker that compiled two sweeps'
+# reached vm.max_map_count and crashed. Not part of make test: about 40 minutes on 2 cores.
+pytest-pjrt-models: setup
+	@for args in tests/test_hf_models.py "tests/test_opinfo_sweep.py -k float32-strict" \
+			"tests/test_opinfo_sweep.py -k float32-fused" "tests/test_opinfo_sweep.py -k float32-debug" \
+			"tests/test_opinfo_sweep.py -k bfloat16-strict"; do \
+		TORCH_TPU_DRIVER=pjrt TORCH_TPU_PJRT_PLUGIN=lammps_jax_pjrt_cpu \
+			$(VENV)/bin/pytest -q -n $(JOBS) --dist loadfile --max-worker-restart=0 $$args || exit 1; \
 	done
 
 # The layers (docs/ARCHITECTURE.md): the core's includes point down its layers, and the core and

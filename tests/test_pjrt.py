@@ -101,21 +101,48 @@ def test_save_load_and_tied_weights() -> None:
 
 @pjrt_only
 def test_unlowered_ops_fall_back_counted_and_correct() -> None:
-    # A grouped convolution's weight gradient is not lowered (the conv family refuses it): it
-    # runs on the host, the convolution itself on the device.
+    # igamma has no lowering: it runs on the host driver's kernel, counted; the ops around it on
+    # the device.
     gen = torch.Generator().manual_seed(0)
-    x, w = torch.randn(2, 4, 6, 6, generator=gen), torch.randn(6, 2, 3, 3, generator=gen)
-    dy = torch.randn(2, 6, 4, 4, generator=gen)
-    dev_x, dev_w, dev_dy = x.to("tpu"), w.to("tpu").requires_grad_(True), dy.to("tpu")
-    cpu_w = w.clone().requires_grad_(True)
+    a, x = torch.rand(64, generator=gen) * 4 + 0.1, torch.rand(64, generator=gen) * 4
+    dev_a, dev_x = a.to("tpu"), x.to("tpu")
     torch.tpu.synchronize()
     torch.tpu.reset_op_stats()
-    F.conv2d(dev_x, dev_w, groups=2).backward(dev_dy)
+    got = torch.special.gammainc(dev_a, dev_x) * 2
     torch.tpu.synchronize()
     stats = torch.tpu.op_stats()
-    assert stats["driver_fallback"] == {"conv_backward_weight": 1}, stats  # says so
+    assert stats["driver_fallback"] == {"igamma": 1}, stats  # says so
     assert stats["fallback"] == {}
-    F.conv2d(x, cpu_w, groups=2).backward(dy)
+    torch.testing.assert_close(got.cpu(), torch.special.gammainc(a, x) * 2)
+
+
+@pytest.mark.parametrize(
+    ("dims", "groups", "stride", "padding", "dilation"),
+    [(2, 2, 1, 0, 1), (2, 4, 2, 1, 1), (1, 4, 1, 2, 2), (3, 2, 1, 1, 1)],
+)
+def test_grouped_convolution_gradients_stay_on_the_device(
+    dims: int, groups: int, stride: int, padding: int, dilation: int, eager_mode: str
+) -> None:
+    """Depthwise and grouped convolutions (convnext, wav2vec2): forward, input and weight
+    gradients against CPU's, with no call through either fallback."""
+    gen = torch.Generator().manual_seed(dims * 10 + groups)
+    conv = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[dims]
+    x = torch.randn(2, 4, *([6] * dims), generator=gen, dtype=torch.float64)
+    w = torch.randn(8, 4 // groups, *([3] * dims), generator=gen, dtype=torch.float64)
+    cpu_x, cpu_w = x.clone().requires_grad_(True), w.clone().requires_grad_(True)
+    y = conv(cpu_x, cpu_w, None, stride, padding, dilation, groups)
+    dy = torch.randn(y.shape, generator=gen, dtype=torch.float64)
+    y.backward(dy)
+    dev_x, dev_w = x.to("tpu").requires_grad_(True), w.to("tpu").requires_grad_(True)
+    torch.tpu.synchronize()
+    torch.tpu.reset_op_stats()
+    got = conv(dev_x, dev_w, None, stride, padding, dilation, groups)
+    got.backward(dy.to("tpu"))
+    torch.tpu.synchronize()
+    stats = torch.tpu.op_stats()
+    assert (stats["fallback"], stats["driver_fallback"]) == ({}, {}), stats
+    torch.testing.assert_close(got.detach().cpu(), y.detach())
+    torch.testing.assert_close(dev_x.grad.cpu(), cpu_x.grad)
     torch.testing.assert_close(dev_w.grad.cpu(), cpu_w.grad)
 
 
