@@ -131,8 +131,8 @@ pytest-pjrt: setup
 	done
 
 # The Hugging Face models and the OpInfo sweep on the PJRT driver, one pytest per sweep
-# configuration: the driver keeps every executable, and a worker that compiled two sweeps'
-# reached vm.max_map_count and crashed. Not part of make test: about 40 minutes on 2 cores.
+# configuration: the driver keeps every executable, and a worker that compiled two sweeps' came
+# near vm.max_map_count and crashed. Not part of make test: about 40 minutes on 2 cores.
 pytest-pjrt-models: setup
 	@for args in tests/test_hf_models.py "tests/test_opinfo_sweep.py -k float32-strict" \
 			"tests/test_opinfo_sweep.py -k float32-fused" "tests/test_opinfo_sweep.py -k float32-debug" \
