@@ -1,4 +1,4 @@
-/* Helpers for the vectorized loops of the reduce and norm kernels: run-time ISA dispatch, and
+/* Helpers for the host kernels' vectorized loops: run-time ISA dispatch, and
  * branch-free forms of the scalar functions those loops need (so GCC vectorizes the loops that call
  * them) — a float16 load and an exp for float. */
 #ifndef TPU_HOST_ENGINE_SIMD_H
@@ -78,6 +78,19 @@ static inline float tpu_expf_simd(float x) {
   int32_t ni = (int32_t)n, n1 = ni >> 1, n2 = ni - n1; /* two factors keep 2^n normal */
   y = y * tpu_bits_f32((uint32_t)(n1 + 127) << 23) * tpu_bits_f32((uint32_t)(n2 + 127) << 23);
   return tpu_select_f32(x != x, x, y);
+}
+
+/* tanh for float: an odd polynomial near 0 (Cephes), 1 - 2 / (e^2|x| + 1) beyond; NaN for NaN. */
+static inline float tpu_tanhf_simd(float x) {
+  float ax = fabsf(x), z = x * x;
+  float p = -5.70498872745e-3f;
+  p = fmaf(p, z, 2.06390887954e-2f);
+  p = fmaf(p, z, -5.37397155531e-2f);
+  p = fmaf(p, z, 1.33314422036e-1f);
+  p = fmaf(p, z, -3.33332819422e-1f);
+  float small = fmaf(p * z, x, x);
+  float big = 1.0f - 2.0f / (tpu_expf_simd(2.0f * ax) + 1.0f);
+  return copysignf(ax < 0.625f ? small : big, x); /* odd: keeps tanh(-0) = -0 */
 }
 
 /* ln x for float within about 1 ulp (Cephes' logf: x = m 2^e with m in [sqrt(1/2), sqrt(2)), a

@@ -120,19 +120,6 @@ static inline void ew_flag_zero_division(const tpu_ew_ctx *P) {
 /* ---- float math, written so loops over it vectorize (no calls, no branches). Polynomials use
  * fmaf: one instruction per term where the clone has FMA (an exact libm call elsewhere). ---- */
 
-/* tanh: an odd polynomial near 0 (Cephes), 1 - 2 / (e^2|x| + 1) beyond. */
-static inline float ew_tanhf(float x) {
-  float ax = fabsf(x), z = x * x;
-  float p = -5.70498872745e-3f;
-  p = fmaf(p, z, 2.06390887954e-2f);
-  p = fmaf(p, z, -5.37397155531e-2f);
-  p = fmaf(p, z, 1.33314422036e-1f);
-  p = fmaf(p, z, -3.33332819422e-1f);
-  float small = fmaf(p * z, x, x);
-  float big = 1.0f - 2.0f / (tpu_expf_simd(2.0f * ax) + 1.0f);
-  return copysignf(ax < 0.625f ? small : big, x); /* odd: keeps tanh(-0) = -0 */
-}
-
 /* erf within about 2 ulp: its Taylor series below 0.5, above it 1 - erfc with Numerical Recipes'
  * Chebyshev fit of erfc (relative error below 1.2e-7), whose error vanishes against 1. */
 static inline float ew_erff(float x) {
@@ -190,7 +177,7 @@ static inline double ew_log1p_f64(double x) { return log1p(x); }
 #define EW_EXP(x) _Generic((x), float: tpu_expf_simd, double: ew_exp_f64)(x)
 #define EW_LOG(x) _Generic((x), float: tpu_logf_simd, double: ew_log_f64)(x)
 #define EW_LOG1P(x) _Generic((x), float: tpu_log1pf_simd, double: ew_log1p_f64)(x)
-#define EW_TANH(x) _Generic((x), float: ew_tanhf, double: ew_tanh_f64)(x)
+#define EW_TANH(x) _Generic((x), float: tpu_tanhf_simd, double: ew_tanh_f64)(x)
 #define EW_ERF(x) _Generic((x), float: ew_erff, double: ew_erf_f64)(x)
 static inline double ew_normal_cdf_f64(double x) { return 0.5 * (1 + erf(x * M_SQRT1_2)); }
 #define EW_NORMAL_CDF(x) _Generic((x), float: ew_normal_cdff, double: ew_normal_cdf_f64)(x)
