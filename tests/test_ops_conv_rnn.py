@@ -65,6 +65,79 @@ def test_rnn_layers(eager_mode: str, kind: str, dtype: torch.dtype, bias: bool) 
     run_module(module, randn(5, 3, 8, seed=1), dtype)
 
 
+@pytest.mark.parametrize("bidirectional", [False, True])
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_lstm_whole_sequence(eager_mode: str, bidirectional: bool, batch_first: bool) -> None:
+    """nn.LSTM's layers as whole-sequence nodes: outputs, final states and every gradient
+    (input, initial states, weights) match CPU, with one fused cell per step and direction."""
+    torch.manual_seed(0)
+    steps, batch, layers, dirs = 7, 3, 2, 2 if bidirectional else 1
+    lstm_cpu = torch.nn.LSTM(
+        5, 6, num_layers=layers, bidirectional=bidirectional, batch_first=batch_first, dropout=0.5
+    ).eval()
+    lstm_dev = copy.deepcopy(lstm_cpu).to(DEV)
+    shape = (batch, steps, 5) if batch_first else (steps, batch, 5)
+    x, h0, c0 = (
+        randn(*shape, seed=1),
+        randn(layers * dirs, batch, 6, seed=2),
+        randn(layers * dirs, batch, 6, seed=3),
+    )
+    leaves_cpu = [t.clone().requires_grad_() for t in (x, h0, c0)]
+    leaves_dev = [t.to(DEV).requires_grad_() for t in (x, h0, c0)]
+    weights = [
+        randn(*s, seed=4 + i)
+        for i, s in enumerate(
+            (
+                (steps, batch, 6 * dirs) if not batch_first else (batch, steps, 6 * dirs),
+                (layers * dirs, batch, 6),
+                (layers * dirs, batch, 6),
+            )
+        )
+    ]
+
+    def loss(module: torch.nn.Module, leaves: list[torch.Tensor], dev: str) -> list[torch.Tensor]:
+        out, (hn, cn) = module(leaves[0], (leaves[1], leaves[2]))
+        total = sum((t * w.to(dev)).sum() for t, w in zip((out, hn, cn), weights, strict=True))
+        return [out, hn, cn, total]
+
+    *want, loss_cpu = loss(lstm_cpu, leaves_cpu, "cpu")
+    loss_cpu.backward()
+    torch.tpu.reset_op_stats()
+    *got, loss_dev = loss(lstm_dev, leaves_dev, DEV)
+    loss_dev.backward()
+    torch.tpu.synchronize()
+    assert torch.tpu.op_stats()["native"].get("lstm_cell", 0) == steps * layers * dirs
+    tol = TOL[torch.float32]
+    assert_same(got, want, exact=False, **tol)
+    for d, c in zip(leaves_dev, leaves_cpu, strict=True):
+        assert_same(d.grad, c.grad, exact=False, **tol)
+    for p_d, p_c in zip(lstm_dev.parameters(), lstm_cpu.parameters(), strict=True):
+        assert_same(p_d.grad, p_c.grad, exact=False, **tol)
+    # without autograd (inference mode dispatches below it) the outputs are the same; each step
+    # runs one GEMM (ATen's generic path: two), after one GEMM for each layer's inputs
+    torch.tpu.reset_op_stats()
+    with torch.inference_mode():
+        out_inf = lstm_dev(leaves_dev[0].detach(), (h0.to(DEV), c0.to(DEV)))
+    torch.tpu.synchronize()
+    native = torch.tpu.op_stats()["native"]
+    assert (native["mm"], native["addmm"]) == (steps * layers * dirs, layers * dirs)
+    assert_same(out_inf[0], want[0].detach(), exact=False, **tol)
+
+
+def test_lstm_projections_and_packed_sequences_take_atens_path(eager_mode: str) -> None:
+    torch.manual_seed(0)
+    for module in (torch.nn.LSTM(5, 6, proj_size=4), torch.nn.LSTM(5, 6)):
+        run_module(module, randn(4, 3, 5, seed=1), torch.float32)
+    lstm_cpu = torch.nn.LSTM(5, 6)
+    lstm_dev = copy.deepcopy(lstm_cpu).to(DEV)
+    x = randn(4, 3, 5, seed=2)
+    packed = torch.nn.utils.rnn.pack_padded_sequence(x, [4, 3, 1])
+    out_cpu = torch.nn.utils.rnn.pad_packed_sequence(lstm_cpu(packed)[0])[0]
+    packed_dev = torch.nn.utils.rnn.pack_padded_sequence(x.to(DEV), [4, 3, 1])
+    out_dev = torch.nn.utils.rnn.pad_packed_sequence(lstm_dev(packed_dev)[0])[0]
+    assert_same(out_dev, out_cpu.detach(), exact=False, **TOL[torch.float32])
+
+
 @pytest.mark.parametrize("kind", ["LSTMCell", "GRUCell"])
 def test_rnn_cells_modules(eager_mode: str, kind: str) -> None:
     torch.manual_seed(0)
@@ -171,6 +244,67 @@ def test_fused_gru_cell_direct(eager_mode: str, dtype: torch.dtype, bias: bool) 
         torch.testing.assert_close(grads[4].cpu(), hgr.grad.sum(0).to(dtype), **TOL[dtype])
     else:
         assert grads[3] is None and grads[4] is None
+
+
+def laid_out(t: torch.Tensor, layout: str) -> torch.Tensor:
+    """t on tpu: contiguous, as rows padded apart (the float32 rows' kernels), or with a column
+    stride of 2 (the general kernels)."""
+    if layout == "dense":
+        return t.to(DEV)
+    pad = layout == "row_padded"
+    wide = torch.zeros(t.shape[0], t.shape[1] + 3 if pad else 2 * t.shape[1], dtype=t.dtype)
+    if pad:
+        wide[:, 3:] = t
+        return wide.to(DEV)[:, 3:]
+    wide[:, ::2] = t
+    return wide.to(DEV)[:, ::2]
+
+
+@pytest.mark.parametrize("layout", ["dense", "row_padded", "column_strided"])
+def test_fused_cells_float32_rows(eager_mode: str, layout: str) -> None:
+    """Rows longer than a vector (vector body and tail), saturating and special gate values."""
+    b, h = 5, 37
+    special = torch.tensor([float("nan"), float("inf"), -float("inf"), 40.0, -40.0, 0.0, -0.0])
+    ig, hg = randn(b, 4 * h, seed=1) * 4, randn(b, 4 * h, seed=2)
+    ig[0, : special.numel()] = special
+    ig[1, 2 * h : 2 * h + special.numel()] = special
+    cx, ib, hb = randn(b, h, seed=3), randn(4 * h, seed=4), randn(4 * h, seed=5)
+    args = [laid_out(ig, layout), laid_out(hg, layout), laid_out(cx, layout)]
+    with native_only():
+        got = torch.ops.aten._thnn_fused_lstm_cell(*args, ib.to(DEV), hb.to(DEV))
+    for g, ref in zip(got, lstm_reference(ig, hg, cx, ib, hb), strict=True):
+        torch.testing.assert_close(g.cpu(), ref.float(), equal_nan=True, **TOL[torch.float32])
+    # backward on finite values
+    hy, cy, ws = torch.ops.aten._thnn_fused_lstm_cell(*(t.to(DEV) for t in (hg, hg, cx)))
+    ghy, gcy = randn(b, h, seed=6), randn(b, h, seed=7)
+    with native_only():
+        gg, gcx, gb = torch.ops.aten._thnn_fused_lstm_cell_backward_impl(
+            laid_out(ghy, layout), laid_out(gcy, layout), laid_out(cx, layout), cy, ws, True
+        )
+    gr = (hg.double() * 2).requires_grad_()
+    cxr = cx.double().requires_grad_()
+    hyr, cyr, _ = lstm_reference(gr, torch.zeros_like(gr), cxr, None, None)
+    ((hyr * ghy.double()).sum() + (cyr * gcy.double()).sum()).backward()
+    torch.testing.assert_close(gg.cpu(), gr.grad.float(), **TOL[torch.float32])
+    torch.testing.assert_close(gcx.cpu(), cxr.grad.float(), **TOL[torch.float32])
+    torch.testing.assert_close(gb.cpu(), gr.grad.sum(0).float(), **TOL[torch.float32])
+    # the GRU cell, forward with special values and backward
+    ig3, hg3 = ig[:, : 3 * h], hg[:, : 3 * h]
+    with native_only():
+        hy3, ws3 = torch.ops.aten._thnn_fused_gru_cell(
+            laid_out(ig3, layout), laid_out(hg3, layout), laid_out(cx, layout)
+        )
+    for g, ref in zip((hy3, ws3), gru_reference(ig3, hg3, cx, None, None), strict=True):
+        torch.testing.assert_close(g.cpu(), ref.float(), equal_nan=True, **TOL[torch.float32])
+    _, ws3 = torch.ops.aten._thnn_fused_gru_cell(hg3.to(DEV), hg3.to(DEV), cx.to(DEV))
+    with native_only():
+        grads = torch.ops.aten._thnn_fused_gru_cell_backward(laid_out(ghy, layout), ws3, True)
+    igr, hgr = hg3.double().requires_grad_(), hg3.double().requires_grad_()
+    hyr, _ = gru_reference(igr, hgr, cx, None, None)
+    (hyr * ghy.double()).sum().backward()
+    refs = (igr.grad, hgr.grad, igr.grad.sum(0), hgr.grad.sum(0))
+    for g, ref in zip(grads[:2] + grads[3:], refs, strict=True):
+        torch.testing.assert_close(g.cpu(), ref.float(), **TOL[torch.float32])
 
 
 def test_fused_cell_errors() -> None:

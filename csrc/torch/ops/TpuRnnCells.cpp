@@ -7,6 +7,7 @@
 
 #include "ops/TpuConvCommon.h"
 #include "ops/TpuIndexCommon.h"
+#include "ops/TpuRnn.h"
 
 namespace torch_tpu {
 namespace {
@@ -59,6 +60,31 @@ std::vector<tpu_tensor> views(std::initializer_list<const at::Tensor*> tensors) 
   return out;
 }
 
+} // namespace
+
+void launch_lstm_cell(const at::Tensor& input_gates, const at::Tensor& hidden_gates,
+                      const at::Tensor& cx, const at::Tensor* input_bias,
+                      const at::Tensor* hidden_bias, const at::Tensor& hy, const at::Tensor& cy,
+                      const at::Tensor& workspace) {
+  launch(cx.device().index(),
+         make_call(TPU_OP_LSTM_CELL,
+                   views({&input_gates, &hidden_gates, &cx, input_bias, hidden_bias}),
+                   views({&hy, &cy, &workspace})));
+}
+
+void launch_lstm_cell_backward(const at::Tensor* grad_hy, const at::Tensor* grad_cy,
+                               const at::Tensor& cx, const at::Tensor& cy,
+                               const at::Tensor& workspace, const at::Tensor& grad_gates,
+                               const at::Tensor& grad_cx, const at::Tensor* grad_bias) {
+  OpCall call =
+      make_call(TPU_OP_LSTM_CELL_BACKWARD, views({grad_hy, grad_cy, &cx, &cy, &workspace}),
+                views({&grad_gates, &grad_cx, grad_bias}));
+  call->scalars[0].u = (grad_hy ? TPU_RNN_GRAD_HY : 0) | (grad_cy ? TPU_RNN_GRAD_CY : 0);
+  launch(cx.device().index(), std::move(call));
+}
+
+namespace {
+
 // Returns (hy, cy, workspace = the activated gates i, f, g, o).
 std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell(
     const at::Tensor& input_gates, const at::Tensor& hidden_gates, const at::Tensor& cx,
@@ -68,9 +94,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell(
   int64_t b = cx.size(0), h = cx.size(1);
   at::Tensor hy = empty({b, h}, cx), cy = empty({b, h}, cx), ws = empty({b, 4 * h}, cx);
   if (hy.numel() > 0) {
-    launch(cx.device().index(),
-           make_call(TPU_OP_LSTM_CELL, views({&input_gates, &hidden_gates, &cx, ib, hb}),
-                     views({&hy, &cy, &ws})));
+    launch_lstm_cell(input_gates, hidden_gates, cx, ib, hb, hy, cy, ws);
   }
   return {hy, cy, ws};
 }
@@ -89,11 +113,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell_backward(
   at::Tensor grad_gates = empty({b, 4 * h}, cx), grad_cx = empty({b, h}, cx);
   at::Tensor grad_bias = has_bias ? empty({4 * h}, cx) : at::Tensor();
   if (grad_gates.numel() > 0) {
-    OpCall call =
-        make_call(TPU_OP_LSTM_CELL_BACKWARD, views({ghy, gcy, &cx, &cy, &workspace}),
-                  views({&grad_gates, &grad_cx, has_bias ? &grad_bias : nullptr}));
-    call->scalars[0].u = (ghy ? TPU_RNN_GRAD_HY : 0) | (gcy ? TPU_RNN_GRAD_CY : 0);
-    launch(cx.device().index(), std::move(call));
+    launch_lstm_cell_backward(ghy, gcy, cx, cy, workspace, grad_gates, grad_cx,
+                              has_bias ? &grad_bias : nullptr);
   } else if (has_bias) {
     grad_bias.zero_();
   }
