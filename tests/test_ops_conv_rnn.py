@@ -65,69 +65,67 @@ def test_rnn_layers(eager_mode: str, kind: str, dtype: torch.dtype, bias: bool) 
     run_module(module, randn(5, 3, 8, seed=1), dtype)
 
 
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+@pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize("bidirectional", [False, True])
 @pytest.mark.parametrize("batch_first", [False, True])
-def test_lstm_whole_sequence(eager_mode: str, bidirectional: bool, batch_first: bool) -> None:
-    """nn.LSTM's layers as whole-sequence nodes: outputs, final states and every gradient
-    (input, initial states, weights) match CPU, with one fused cell per step and direction."""
+def test_rnn_whole_sequence(
+    eager_mode: str, kind: str, bias: bool, bidirectional: bool, batch_first: bool
+) -> None:
+    """nn.LSTM's and nn.GRU's layers as whole-sequence nodes: outputs, final states and every
+    gradient (input, initial states, weights) match CPU, with one fused cell per step."""
     torch.manual_seed(0)
     steps, batch, layers, dirs = 7, 3, 2, 2 if bidirectional else 1
-    lstm_cpu = torch.nn.LSTM(
-        5, 6, num_layers=layers, bidirectional=bidirectional, batch_first=batch_first, dropout=0.5
+    lstm = kind == "LSTM"
+    rnn_cpu = getattr(torch.nn, kind)(
+        5, 6, layers, bias, batch_first, dropout=0.5, bidirectional=bidirectional
     ).eval()
-    lstm_dev = copy.deepcopy(lstm_cpu).to(DEV)
+    rnn_dev = copy.deepcopy(rnn_cpu).to(DEV)
     shape = (batch, steps, 5) if batch_first else (steps, batch, 5)
-    x, h0, c0 = (
-        randn(*shape, seed=1),
-        randn(layers * dirs, batch, 6, seed=2),
-        randn(layers * dirs, batch, 6, seed=3),
-    )
-    leaves_cpu = [t.clone().requires_grad_() for t in (x, h0, c0)]
-    leaves_dev = [t.to(DEV).requires_grad_() for t in (x, h0, c0)]
-    weights = [
-        randn(*s, seed=4 + i)
-        for i, s in enumerate(
-            (
-                (steps, batch, 6 * dirs) if not batch_first else (batch, steps, 6 * dirs),
-                (layers * dirs, batch, 6),
-                (layers * dirs, batch, 6),
-            )
-        )
-    ]
+    states = (layers * dirs, batch, 6)
+    inputs = [randn(*shape, seed=1)] + [randn(*states, seed=2 + i) for i in range(1 + lstm)]
+    leaves_cpu = [t.clone().requires_grad_() for t in inputs]
+    leaves_dev = [t.to(DEV).requires_grad_() for t in inputs]
+    out_shape = (batch, steps, 6 * dirs) if batch_first else (steps, batch, 6 * dirs)
+    weights = [randn(*out_shape, seed=4)] + [randn(*states, seed=5 + i) for i in range(1 + lstm)]
 
-    def loss(module: torch.nn.Module, leaves: list[torch.Tensor], dev: str) -> list[torch.Tensor]:
-        out, (hn, cn) = module(leaves[0], (leaves[1], leaves[2]))
-        total = sum((t * w.to(dev)).sum() for t, w in zip((out, hn, cn), weights, strict=True))
-        return [out, hn, cn, total]
+    def run(module: torch.nn.Module, leaves: list[torch.Tensor]) -> list[torch.Tensor]:
+        out, final = module(leaves[0], tuple(leaves[1:]) if lstm else leaves[1])
+        return [out, *(final if lstm else (final,))]
 
-    *want, loss_cpu = loss(lstm_cpu, leaves_cpu, "cpu")
-    loss_cpu.backward()
+    def loss(results: list[torch.Tensor], dev: str) -> torch.Tensor:
+        return sum((t * w.to(dev)).sum() for t, w in zip(results, weights, strict=True))
+
+    want = run(rnn_cpu, leaves_cpu)
+    loss(want, "cpu").backward()
     torch.tpu.reset_op_stats()
-    *got, loss_dev = loss(lstm_dev, leaves_dev, DEV)
-    loss_dev.backward()
+    got = run(rnn_dev, leaves_dev)
+    loss(got, DEV).backward()
     torch.tpu.synchronize()
-    assert torch.tpu.op_stats()["native"].get("lstm_cell", 0) == steps * layers * dirs
+    native = torch.tpu.op_stats()["native"]
+    cell = "lstm_cell" if lstm else "gru_cell"
+    assert native[cell] == native[cell + "_backward"] == steps * layers * dirs
     tol = TOL[torch.float32]
-    assert_same(got, want, exact=False, **tol)
+    assert_same(got, [t.detach() for t in want], exact=False, **tol)
     for d, c in zip(leaves_dev, leaves_cpu, strict=True):
         assert_same(d.grad, c.grad, exact=False, **tol)
-    for p_d, p_c in zip(lstm_dev.parameters(), lstm_cpu.parameters(), strict=True):
+    for p_d, p_c in zip(rnn_dev.parameters(), rnn_cpu.parameters(), strict=True):
         assert_same(p_d.grad, p_c.grad, exact=False, **tol)
     # without autograd (inference mode dispatches below it) the outputs are the same; each step
     # runs one GEMM (ATen's generic path: two), after one GEMM for each layer's inputs
     torch.tpu.reset_op_stats()
     with torch.inference_mode():
-        out_inf = lstm_dev(leaves_dev[0].detach(), (h0.to(DEV), c0.to(DEV)))
+        out_inf = run(rnn_dev, [t.detach() for t in leaves_dev])
     torch.tpu.synchronize()
     native = torch.tpu.op_stats()["native"]
-    assert (native["mm"], native["addmm"]) == (steps * layers * dirs, layers * dirs)
-    assert_same(out_inf[0], want[0].detach(), exact=False, **tol)
+    gemms = native.get("mm", 0) + native.get("addmm", 0)
+    assert gemms == (steps + 1) * layers * dirs
+    assert_same(out_inf, [t.detach() for t in want], exact=False, **tol)
 
 
-def test_lstm_projections_and_packed_sequences_take_atens_path(eager_mode: str) -> None:
+def test_rnn_projections_and_packed_sequences_take_atens_path(eager_mode: str) -> None:
     torch.manual_seed(0)
-    for module in (torch.nn.LSTM(5, 6, proj_size=4), torch.nn.LSTM(5, 6)):
-        run_module(module, randn(4, 3, 5, seed=1), torch.float32)
+    run_module(torch.nn.LSTM(5, 6, proj_size=4), randn(4, 3, 5, seed=1), torch.float32)
     lstm_cpu = torch.nn.LSTM(5, 6)
     lstm_dev = copy.deepcopy(lstm_cpu).to(DEV)
     x = randn(4, 3, 5, seed=2)
@@ -136,6 +134,12 @@ def test_lstm_projections_and_packed_sequences_take_atens_path(eager_mode: str) 
     packed_dev = torch.nn.utils.rnn.pack_padded_sequence(x.to(DEV), [4, 3, 1])
     out_dev = torch.nn.utils.rnn.pad_packed_sequence(lstm_dev(packed_dev)[0])[0]
     assert_same(out_dev, out_cpu.detach(), exact=False, **TOL[torch.float32])
+    # states of the wrong size take ATen's path, whose cells raise (PyTorch CPU's oneDNN path
+    # aborts the process on this call)
+    params = list(lstm_dev.parameters())
+    wrong = torch.zeros(1, 2, 6, device=DEV)
+    with pytest.raises(RuntimeError, match="expected gates of size"):
+        torch.lstm(x.to(DEV), (wrong, wrong), params, True, 1, 0.0, False, False, False)
 
 
 @pytest.mark.parametrize("kind", ["LSTMCell", "GRUCell"])

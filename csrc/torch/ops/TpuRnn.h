@@ -1,4 +1,4 @@
-// The fused LSTM cell's launches (TpuRnnCells.cpp), shared with the whole-sequence layers
+// The fused LSTM and GRU cells' launches (TpuRnnCells.cpp), shared with the whole-sequence layers
 // (TpuRnnLayers.cpp), which write each step's results straight into views of their sequences.
 #pragma once
 
@@ -18,5 +18,18 @@ void launch_lstm_cell_backward(const at::Tensor* grad_hy, const at::Tensor* grad
                                const at::Tensor& cx, const at::Tensor& cy,
                                const at::Tensor& workspace, const at::Tensor& grad_gates,
                                const at::Tensor& grad_cx, const at::Tensor* grad_bias);
+
+// Launches GRU_CELL writing hy and the workspace into the given tensors; biases may be null.
+void launch_gru_cell(const at::Tensor& input_gates, const at::Tensor& hidden_gates,
+                     const at::Tensor& hx, const at::Tensor* input_bias,
+                     const at::Tensor* hidden_bias, const at::Tensor& hy,
+                     const at::Tensor& workspace);
+
+// Launches GRU_CELL_BACKWARD; the bias gradients may be null (both or neither).
+void launch_gru_cell_backward(const at::Tensor& grad_hy, const at::Tensor& workspace,
+                              const at::Tensor& grad_input_gates,
+                              const at::Tensor& grad_hidden_gates, const at::Tensor& grad_hx,
+                              const at::Tensor* grad_input_bias,
+                              const at::Tensor* grad_hidden_bias);
 
 } // namespace torch_tpu

@@ -83,6 +83,27 @@ void launch_lstm_cell_backward(const at::Tensor* grad_hy, const at::Tensor* grad
   launch(cx.device().index(), std::move(call));
 }
 
+void launch_gru_cell(const at::Tensor& input_gates, const at::Tensor& hidden_gates,
+                     const at::Tensor& hx, const at::Tensor* input_bias,
+                     const at::Tensor* hidden_bias, const at::Tensor& hy,
+                     const at::Tensor& workspace) {
+  launch(hx.device().index(),
+         make_call(TPU_OP_GRU_CELL,
+                   views({&input_gates, &hidden_gates, &hx, input_bias, hidden_bias}),
+                   views({&hy, &workspace})));
+}
+
+void launch_gru_cell_backward(const at::Tensor& grad_hy, const at::Tensor& workspace,
+                              const at::Tensor& grad_input_gates,
+                              const at::Tensor& grad_hidden_gates, const at::Tensor& grad_hx,
+                              const at::Tensor* grad_input_bias,
+                              const at::Tensor* grad_hidden_bias) {
+  launch(grad_hy.device().index(),
+         make_call(TPU_OP_GRU_CELL_BACKWARD, views({&grad_hy, &workspace}),
+                   views({&grad_input_gates, &grad_hidden_gates, &grad_hx, grad_input_bias,
+                          grad_hidden_bias})));
+}
+
 namespace {
 
 // Returns (hy, cy, workspace = the activated gates i, f, g, o).
@@ -132,9 +153,7 @@ std::tuple<at::Tensor, at::Tensor> fused_gru_cell(const at::Tensor& input_gates,
   int64_t b = hx.size(0), h = hx.size(1);
   at::Tensor hy = empty({b, h}, hx), ws = empty({b, 5 * h}, hx);
   if (hy.numel() > 0) {
-    launch(hx.device().index(),
-           make_call(TPU_OP_GRU_CELL, views({&input_gates, &hidden_gates, &hx, ib, hb}),
-                     views({&hy, &ws})));
+    launch_gru_cell(input_gates, hidden_gates, hx, ib, hb, hy, ws);
   }
   return {hy, ws};
 }
@@ -149,10 +168,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_gru
   at::Tensor gib = has_bias ? empty({3 * h}, grad_hy) : at::Tensor();
   at::Tensor ghb = has_bias ? empty({3 * h}, grad_hy) : at::Tensor();
   if (gig.numel() > 0) {
-    launch(grad_hy.device().index(),
-           make_call(TPU_OP_GRU_CELL_BACKWARD, views({&grad_hy, &workspace}),
-                     views({&gig, &ghg, &ghx, has_bias ? &gib : nullptr,
-                            has_bias ? &ghb : nullptr})));
+    launch_gru_cell_backward(grad_hy, workspace, gig, ghg, ghx, has_bias ? &gib : nullptr,
+                             has_bias ? &ghb : nullptr);
   } else if (has_bias) {
     gib.zero_();
     ghb.zero_();

@@ -1,18 +1,21 @@
-// nn.LSTM on tpu: aten::lstm.input (CompositeImplicitAutograd, whose generic path projects each
-// timestep's input with its own small GEMM and records several autograd nodes per step) gets a
-// kernel here that runs each layer and direction as one autograd node. Its forward projects every
-// timestep's input with one GEMM and runs one GEMM and one fused cell (TpuRnnCells.cpp) per step;
-// its backward runs one fused cell backward and one GEMM per step, then the input and weight
-// gradients as whole-sequence GEMMs. Calls it does not cover (projections, empty sizes, mixed
-// devices or dtypes, malformed arguments, torch.compile's tracing) take ATen's generic path, which
-// also raises its errors.
+// nn.LSTM and nn.GRU on tpu: aten::lstm.input and aten::gru.input (CompositeImplicitAutograd,
+// whose generic path projects each timestep's input with its own small GEMM and records several
+// autograd nodes per step) get kernels here that run each layer and direction as one autograd
+// node. Its forward projects every timestep's input with one GEMM and runs one GEMM and one fused
+// cell (TpuRnnCells.cpp) per step; its backward runs one fused cell backward and one GEMM per step
+// (the GRU one more add where the output has a gradient), then the input and weight gradients as
+// whole-sequence GEMMs. Calls they do not cover (projections, empty sizes, mixed devices or dtypes,
+// malformed arguments, torch.compile's tracing) take ATen's generic path, which also raises its
+// errors.
 #include <ATen/ops/addmm.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/dropout.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/gru_native.h>
 #include <ATen/ops/lstm_native.h>
 #include <ATen/ops/mm.h>
 #include <ATen/ops/stack.h>
+#include <ATen/ops/zeros_like.h>
 #include <ATen/TensorOperators.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
@@ -86,15 +89,13 @@ struct LstmLayerFunction : public torch::autograd::Function<LstmLayerFunction> {
       dh = dh.defined() ? dh + last : last;
     }
     at::Tensor dg = at::empty({steps, batch, 4 * hidden}, h0.options());
-    // The cell's gradient alternates between two buffers: a step reads one and writes the other.
-    at::Tensor dcs[2] = {at::empty({batch, hidden}, h0.options()),
-                         at::empty({batch, hidden}, h0.options())};
     for (int64_t s = steps - 1; s >= 0; s--) {
       int64_t t = reverse ? steps - 1 - s : s, prev = reverse ? t + 1 : t - 1;
       at::Tensor c_prev = s == 0 ? c0 : cs.select(0, prev), gates = dg.select(0, t);
+      at::Tensor dc_prev = at::empty({batch, hidden}, h0.options());
       launch_lstm_cell_backward(dh.defined() ? &dh : nullptr, dc.defined() ? &dc : nullptr, c_prev,
-                                cs.select(0, t), ws.select(0, t), gates, dcs[s % 2], nullptr);
-      dc = dcs[s % 2];
+                                cs.select(0, t), ws.select(0, t), gates, dc_prev, nullptr);
+      dc = dc_prev;
       dh = s > 0 && g_out.defined() ? at::addmm(g_out.select(0, prev), gates, w_hh)
                                     : at::mm(gates, w_hh);
     }
@@ -112,6 +113,78 @@ struct LstmLayerFunction : public torch::autograd::Function<LstmLayerFunction> {
   }
 };
 
+// One direction of one GRU layer: x [T, B, I], h0 [B, H], w_ih [3H, I], w_hh [3H, H], biases
+// [3H] or none; each bias is folded into its GEMM, so the cells take none. Returns (output
+// [T, B, H], h_T).
+struct GruLayerFunction : public torch::autograd::Function<GruLayerFunction> {
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& h0,
+                               const at::Tensor& w_ih, const at::Tensor& w_hh,
+                               const std::optional<at::Tensor>& b_ih,
+                               const std::optional<at::Tensor>& b_hh, bool reverse,
+                               bool keep_gates) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    int64_t steps = x.size(0), batch = x.size(1), hidden = h0.size(1);
+    at::Tensor x2 = x.reshape({steps * batch, x.size(2)});
+    at::Tensor gates_x = b_ih ? at::addmm(*b_ih, x2, w_ih.t()) : at::mm(x2, w_ih.t());
+    gates_x = gates_x.view({steps, batch, 3 * hidden});
+    at::Tensor out = at::empty({steps, batch, hidden}, h0.options());
+    at::Tensor ws = at::empty({keep_gates ? steps : 1, batch, 5 * hidden}, h0.options());
+    at::Tensor h = h0;
+    for (int64_t s = 0; s < steps; s++) {
+      int64_t t = reverse ? steps - 1 - s : s;
+      at::Tensor hy = out.select(0, t);
+      at::Tensor gates_h = b_hh ? at::addmm(*b_hh, h, w_hh.t()) : at::mm(h, w_hh.t());
+      launch_gru_cell(gates_x.select(0, t), gates_h, h, nullptr, nullptr, hy,
+                      ws.select(0, keep_gates ? t : 0));
+      h = hy;
+    }
+    ctx->saved_data["reverse"] = reverse;
+    ctx->saved_data["bias"] = b_ih.has_value();
+    if (keep_gates)
+      ctx->save_for_backward({x, h0, w_ih, w_hh, out, ws});
+    return {out, h};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const at::Tensor &x = saved[0], &h0 = saved[1], &w_ih = saved[2], &w_hh = saved[3];
+    const at::Tensor &out = saved[4], &ws = saved[5];
+    bool reverse = ctx->saved_data["reverse"].toBool(), bias = ctx->saved_data["bias"].toBool();
+    const at::Tensor &g_out = grads[0], &g_h = grads[1];
+    int64_t steps = x.size(0), batch = x.size(1), hidden = h0.size(1);
+    at::Tensor dh = g_h.defined() ? g_h : at::zeros_like(h0);
+    if (g_out.defined())
+      dh = dh + g_out.select(0, reverse ? 0 : steps - 1);
+    at::Tensor dgi = at::empty({steps, batch, 3 * hidden}, h0.options());
+    at::Tensor dgh = at::empty({steps, batch, 3 * hidden}, h0.options());
+    for (int64_t s = steps - 1; s >= 0; s--) {
+      int64_t t = reverse ? steps - 1 - s : s, prev = reverse ? t + 1 : t - 1;
+      at::Tensor dh_direct = at::empty({batch, hidden}, h0.options());
+      launch_gru_cell_backward(dh, ws.select(0, t), dgi.select(0, t), dgh.select(0, t), dh_direct,
+                               nullptr, nullptr);
+      // The previous state's gradient: through the cell directly, through the hidden gates'
+      // GEMM, and the output's own.
+      dh = at::addmm(dh_direct, dgh.select(0, t), w_hh);
+      if (s > 0 && g_out.defined())
+        dh = dh + g_out.select(0, prev);
+    }
+    at::Tensor dgi2 = dgi.view({steps * batch, 3 * hidden});
+    at::Tensor dgh2 = dgh.view({steps * batch, 3 * hidden});
+    at::Tensor dx, dw_ih, dw_hh, db_ih, db_hh;
+    if (ctx->needs_input_grad(0))
+      dx = at::mm(dgi2, w_ih).view(x.sizes());
+    if (ctx->needs_input_grad(2))
+      dw_ih = at::mm(dgi2.t(), x.reshape({steps * batch, x.size(2)}));
+    if (ctx->needs_input_grad(3))
+      dw_hh = at::mm(dgh2.t(), previous_states(h0, out, reverse).view({steps * batch, hidden}));
+    if (bias) {
+      db_ih = dgi2.sum(0);
+      db_hh = dgh2.sum(0);
+    }
+    return {dx, dh, dw_ih, dw_hh, db_ih, db_hh, at::Tensor(), at::Tensor()};
+  }
+};
+
 // Tensors with device memory of like's device and dtype: not the fake or functional tensors of
 // torch.compile's tracing (the layers launch cells into views directly, below the dispatcher).
 bool same_kind(const at::Tensor& t, const at::Tensor& like) {
@@ -120,20 +193,25 @@ bool same_kind(const at::Tensor& t, const at::Tensor& like) {
          !t.key_set().has_any(traced);
 }
 
-// Whether the layer function covers the call: no projections, no empty sizes, every tensor on
-// the input's tpu device in its floating dtype, and the shapes nn.LSTM passes.
-bool covered(const at::Tensor& input, at::TensorList hx, at::TensorList params, bool has_biases,
-             int64_t layers, bool bidirectional, bool batch_first) {
+// Whether the layer functions cover the call: no projections, no empty sizes, every tensor on
+// the input's tpu device in its floating dtype, and the shapes nn.LSTM and nn.GRU pass; `states`
+// are h0 (and c0), `gates` 4 (LSTM) or 3 (GRU).
+bool covered(const at::Tensor& input, at::TensorList states, at::TensorList params,
+             bool has_biases, int64_t layers, bool bidirectional, bool batch_first,
+             int64_t gates) {
   if (!input.is_privateuseone() || !same_kind(input, input) ||
-      !is_conv_float(input.scalar_type()) || input.dim() != 3 ||
-      input.numel() == 0 || hx.size() != 2 || layers < 1)
+      !is_conv_float(input.scalar_type()) || input.dim() != 3 || input.numel() == 0 ||
+      layers < 1)
     return false;
   int64_t dirs = bidirectional ? 2 : 1, per = has_biases ? 4 : 2;
   if (static_cast<int64_t>(params.size()) != layers * dirs * per)
     return false;
-  const at::Tensor &h = hx[0], &c = hx[1];
-  if (!same_kind(h, input) || !same_kind(c, input) || h.dim() != 3 || h.sizes() != c.sizes() ||
-      h.size(0) != layers * dirs || h.size(1) != input.size(batch_first ? 0 : 1) || h.size(2) == 0)
+  const at::Tensor& h = states[0];
+  for (const at::Tensor& state : states)
+    if (!same_kind(state, input) || state.sizes() != h.sizes())
+      return false;
+  if (h.dim() != 3 || h.size(0) != layers * dirs || h.size(1) != input.size(batch_first ? 0 : 1) ||
+      h.size(2) == 0)
     return false;
   int64_t hidden = h.size(2);
   for (int64_t l = 0; l < layers; l++) {
@@ -141,60 +219,106 @@ bool covered(const at::Tensor& input, at::TensorList hx, at::TensorList params, 
     for (int64_t d = 0; d < dirs; d++) {
       const at::Tensor* p = &params[(l * dirs + d) * per];
       if (!same_kind(p[0], input) || !same_kind(p[1], input) ||
-          p[0].sizes() != at::IntArrayRef({4 * hidden, in}) ||
-          p[1].sizes() != at::IntArrayRef({4 * hidden, hidden}))
+          p[0].sizes() != at::IntArrayRef({gates * hidden, in}) ||
+          p[1].sizes() != at::IntArrayRef({gates * hidden, hidden}))
         return false;
       for (int64_t b = 2; b < per; b++)
-        if (!same_kind(p[b], input) || p[b].sizes() != at::IntArrayRef({4 * hidden}))
+        if (!same_kind(p[b], input) || p[b].sizes() != at::IntArrayRef({gates * hidden}))
           return false;
     }
   }
   return true;
 }
 
+// Whether autograd will record the layers, and so whether they keep what a backward reads.
+bool will_differentiate(const at::Tensor& input, at::TensorList states, at::TensorList params) {
+  auto requires = [](const at::Tensor& t) { return t.requires_grad(); };
+  return at::GradMode::is_enabled() &&
+         (input.requires_grad() || std::any_of(states.begin(), states.end(), requires) ||
+          std::any_of(params.begin(), params.end(), requires));
+}
+
 std::optional<at::Tensor> bias(const at::Tensor* p, int i, bool has_biases) {
   return has_biases ? std::optional<at::Tensor>(p[i]) : std::nullopt;
+}
+
+// Runs `layer(x, index, weights, reverse)` (a layer function's outputs: the sequence, then final
+// states) for every layer and direction as ATen's generic path orders them, with dropout between
+// layers. Returns the output sequence and, per state, the final states stacked over layers.
+template <typename Layer>
+std::pair<at::Tensor, std::vector<at::Tensor>> run_layers(
+    const at::Tensor& input, at::TensorList params, bool has_biases, int64_t layers,
+    double dropout, bool train, bool bidirectional, bool batch_first, size_t n_states,
+    const Layer& layer) {
+  int64_t dirs = bidirectional ? 2 : 1, per = has_biases ? 4 : 2;
+  at::Tensor x = batch_first ? input.transpose(0, 1) : input;
+  std::vector<std::vector<at::Tensor>> finals(n_states);
+  for (int64_t l = 0; l < layers; l++) {
+    std::vector<at::Tensor> outs;
+    for (int64_t d = 0; d < dirs; d++) {
+      int64_t idx = l * dirs + d;
+      variable_list r = layer(x, idx, &params[idx * per], d == 1);
+      outs.push_back(r[0]);
+      for (size_t k = 0; k < n_states; k++)
+        finals[k].push_back(r[1 + k]);
+    }
+    x = dirs == 2 ? at::cat(outs, 2) : outs[0];
+    if (dropout != 0 && train && l < layers - 1)
+      x = at::dropout(x, dropout, train);
+  }
+  std::vector<at::Tensor> stacked;
+  for (const auto& f : finals)
+    stacked.push_back(at::stack(f));
+  return {batch_first ? x.transpose(0, 1) : x, stacked};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> lstm(const at::Tensor& input, at::TensorList hx,
                                                     at::TensorList params, bool has_biases,
                                                     int64_t num_layers, double dropout, bool train,
                                                     bool bidirectional, bool batch_first) {
-  if (!covered(input, hx, params, has_biases, num_layers, bidirectional, batch_first))
+  if (hx.size() != 2 ||
+      !covered(input, hx, params, has_biases, num_layers, bidirectional, batch_first, 4))
     return at::native::lstm(input, hx, params, has_biases, num_layers, dropout, train,
                             bidirectional, batch_first);
-  int64_t dirs = bidirectional ? 2 : 1, per = has_biases ? 4 : 2;
-  // Whether autograd will record the layers, and so whether they keep what a backward reads.
-  bool grad = at::GradMode::is_enabled() &&
-              (input.requires_grad() || hx[0].requires_grad() || hx[1].requires_grad() ||
-               std::any_of(params.begin(), params.end(),
-                           [](const at::Tensor& p) { return p.requires_grad(); }));
-  at::Tensor x = batch_first ? input.transpose(0, 1) : input;
-  std::vector<at::Tensor> hn, cn;
-  for (int64_t l = 0; l < num_layers; l++) {
-    std::vector<at::Tensor> outs;
-    for (int64_t d = 0; d < dirs; d++) {
-      int64_t idx = l * dirs + d;
-      const at::Tensor* p = &params[idx * per];
-      variable_list r = LstmLayerFunction::apply(x, hx[0].select(0, idx), hx[1].select(0, idx),
-                                                 p[0], p[1], bias(p, 2, has_biases),
-                                                 bias(p, 3, has_biases), d == 1, grad);
-      outs.push_back(r[0]);
-      hn.push_back(r[1]);
-      cn.push_back(r[2]);
-    }
-    x = dirs == 2 ? at::cat(outs, 2) : outs[0];
-    if (dropout != 0 && train && l < num_layers - 1)
-      x = at::dropout(x, dropout, train);
-  }
-  return {batch_first ? x.transpose(0, 1) : x, at::stack(hn), at::stack(cn)};
+  bool grad = will_differentiate(input, hx, params);
+  auto [out, finals] = run_layers(
+      input, params, has_biases, num_layers, dropout, train, bidirectional, batch_first, 2,
+      [&](const at::Tensor& x, int64_t idx, const at::Tensor* p, bool reverse) {
+        return LstmLayerFunction::apply(x, hx[0].select(0, idx), hx[1].select(0, idx), p[0], p[1],
+                                        bias(p, 2, has_biases), bias(p, 3, has_biases), reverse,
+                                        grad);
+      });
+  return {out, finals[0], finals[1]};
+}
+
+std::tuple<at::Tensor, at::Tensor> gru(const at::Tensor& input, const at::Tensor& hx,
+                                       at::TensorList params, bool has_biases, int64_t num_layers,
+                                       double dropout, bool train, bool bidirectional,
+                                       bool batch_first) {
+  if (!covered(input, {hx}, params, has_biases, num_layers, bidirectional, batch_first, 3))
+    return at::native::gru(input, hx, params, has_biases, num_layers, dropout, train,
+                           bidirectional, batch_first);
+  bool grad = will_differentiate(input, {hx}, params);
+  auto [out, finals] = run_layers(
+      input, params, has_biases, num_layers, dropout, train, bidirectional, batch_first, 1,
+      [&](const at::Tensor& x, int64_t idx, const at::Tensor* p, bool reverse) {
+        return GruLayerFunction::apply(x, hx.select(0, idx), p[0], p[1], bias(p, 2, has_biases),
+                                       bias(p, 3, has_biases), reverse, grad);
+      });
+  return {out, finals[0]};
 }
 
 } // namespace
 
 // Both keys: AutogradPrivateUse1 for the usual call, PrivateUse1 for calls below autograd
 // (inference mode), where the generic path would otherwise run.
-TORCH_LIBRARY_IMPL(aten, AutogradPrivateUse1, m) { m.impl("lstm.input", TORCH_FN(lstm)); }
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { m.impl("lstm.input", TORCH_FN(lstm)); }
+TORCH_LIBRARY_IMPL(aten, AutogradPrivateUse1, m) {
+  m.impl("lstm.input", TORCH_FN(lstm));
+  m.impl("gru.input", TORCH_FN(gru));
+}
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("lstm.input", TORCH_FN(lstm));
+  m.impl("gru.input", TORCH_FN(gru));
+}
 
 } // namespace torch_tpu
