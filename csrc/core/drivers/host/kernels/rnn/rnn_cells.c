@@ -73,7 +73,10 @@ static void column_sums(const rnn_cell_job *cells, const rnn_mat *src, const rnn
   tpu_parallel_for(cols, 64, colsum_range, &j);
 }
 
-static int64_t row_grain(int64_t cols) { return cols > 0 ? RNN_GRAIN / cols + 1 : 1; }
+/* Rows per chunk for `elements` elements per chunk of rows `cols` wide. */
+static int64_t row_grain(int64_t elements, int64_t cols) {
+  return cols > 0 ? elements / cols + 1 : 1;
+}
 
 /* Unit column stride and no negative stride: a float32 row is a dense array. */
 static bool dense_rows_f32(const tpu_tensor *t) {
@@ -128,8 +131,7 @@ static void run_cells(rnn_cell_job *j, const tpu_op_call *call, const tpu_tensor
   for (int i = 0; i < n_out; i++)
     j->out[i] = mat_of(&out[i]);
   j->f32 = use_f32_rows(call);
-  int64_t grain = j->f32 ? RNN_F32_GRAIN / (cols > 0 ? cols : 1) + 1 : row_grain(cols);
-  tpu_parallel_for(j->rows, grain, rows, j);
+  tpu_parallel_for(j->rows, row_grain(j->f32 ? RNN_F32_GRAIN : RNN_GRAIN, cols), rows, j);
 }
 
 /* ---- LSTM ---- */
