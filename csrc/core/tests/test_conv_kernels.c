@@ -1,7 +1,8 @@
 /* The convolution kernels against a direct double-precision reference: 1-, 2- and 3-d, strides,
  * padding, dilation, groups (depthwise too), bias, contiguous and channels-last layouts, pixel
  * tiles, float32/float64 exactly-representable values, bfloat16 rounding, the bias gradient, and
- * malformed calls. */
+ * malformed calls. float32 with contiguous x takes the direct kernels (conv_direct.h) on CPUs with
+ * AVX2, the other layouts and float64 the im2col ones, so both paths meet the same cases. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,6 +269,15 @@ static const conv_case CASES[] = {
     {2, 2, 3, 5, 1, {6, 6}, {1, 1}, {2, 2}, {0, 0}, {1, 1}},
     /* many pixels and long columns: several pixel tiles per image */
     {2, 1, 64, 3, 1, {20, 20}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},
+    /* Rows wide enough for the direct kernels: */
+    /* 7 output channels (a full block of 4 and one of 3), dilated rows */
+    {2, 2, 5, 7, 1, {9, 40}, {3, 3}, {1, 1}, {1, 1}, {2, 1}},
+    /* 1-d, padding wider than the kernel's reach: the input gradient cannot pad dy */
+    {1, 2, 3, 4, 1, {30}, {3}, {1}, {3}, {1}},
+    /* stride 2 (phase planes), 5 output channels (blocks of 4 and 1), two groups */
+    {2, 2, 6, 10, 2, {6, 35}, {3, 3}, {2, 2}, {1, 1}, {1, 1}},
+    /* 3-d, strides 1 and 3 */
+    {3, 1, 3, 4, 1, {3, 4, 50}, {3, 2, 3}, {1, 1, 3}, {1, 0, 1}, {1, 1, 1}},
 };
 
 static void test_float64_and_float32(void) {

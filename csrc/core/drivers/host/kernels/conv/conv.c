@@ -1,5 +1,7 @@
-/* The convolution ops (ops/tpu_ops_conv.h), each a loop of im2col / GEMM / col2im over work
- * units split across the pool (conv.h has the layouts):
+/* The convolution ops (ops/tpu_ops_conv.h). Where tpu_conv_direct_fits says so (float32 and
+ * 16-bit floats with pixel-dense x and wide enough rows, on CPUs with AVX2), the direct kernels
+ * of conv_direct.h run them. Otherwise each is a loop of im2col / GEMM / col2im over work units
+ * split across the pool (conv.h has the layouts):
  *   CONV: a unit is one tile of output pixels of one image and group: y = W @ col.
  *   CONV_BACKWARD_INPUT: a unit is one image and group, whose tiles add W^T @ dy into an
  *     accumulation-type image (tiles of one image overlap in it, so they stay on one thread).
@@ -12,6 +14,7 @@
 #include <string.h>
 
 #include "drivers/host/kernels/conv/conv.h"
+#include "drivers/host/kernels/conv/conv_direct.h"
 #include "drivers/host/kernels/index/index_util.h"
 #include "drivers/host/kernels/kernels.h"
 #include "drivers/host/engine/engine_pool.h"
@@ -54,6 +57,18 @@ static conv_mat weight_mat(const conv_job *j, int64_t g) {
   const conv_geom *q = &j->q;
   conv_mat m = {(char *)j->wp + g * q->kg * q->r * q->es, q->r, 1};
   return m;
+}
+
+/* The forward or (`input`) the input gradient through conv_direct.h. */
+static tpu_status run_direct(conv_job *j, const tpu_tensor *bias, bool input, const char *op) {
+  if (!tpu_conv_load_vector(&j->q, bias, &j->bias)) {
+    fail(j, TPU_ERR_OUT_OF_MEMORY);
+    return finish(j, op);
+  }
+  tpu_status st = input ? tpu_conv_direct_input(&j->q, &j->y, &j->w, j->bias, &j->x)
+                        : tpu_conv_direct_forward(&j->q, &j->x, &j->w, j->bias, &j->y);
+  free(j->bias);
+  return st;
 }
 
 /* ---- CONV ---- */
@@ -106,6 +121,8 @@ tpu_status tpu_kernel_conv(const tpu_op_call *call) {
     return st;
   if (tpu_tensor_numel(y) == 0)
     return TPU_OK;
+  if (tpu_conv_direct_fits(&j.q, TPU_CONV_DIRECT_FORWARD))
+    return run_direct(&j, bias, false, "conv");
   if (!prepare(&j, bias)) {
     fail(&j, TPU_ERR_OUT_OF_MEMORY);
     return finish(&j, "conv");
@@ -164,6 +181,8 @@ tpu_status tpu_kernel_conv_backward_input(const tpu_op_call *call) {
     return st;
   if (tpu_tensor_numel(dx) == 0)
     return TPU_OK;
+  if (tpu_conv_direct_fits(&j.q, TPU_CONV_DIRECT_INPUT))
+    return run_direct(&j, bias, true, "conv_backward_input");
   if (!prepare(&j, bias)) {
     fail(&j, TPU_ERR_OUT_OF_MEMORY);
     return finish(&j, "conv_backward_input");
@@ -215,6 +234,8 @@ tpu_status tpu_kernel_conv_backward_weight(const tpu_op_call *call) {
   int64_t wsize = q->g * q->kg * q->r;
   if (wsize == 0)
     return TPU_OK;
+  if (tpu_conv_direct_fits(q, TPU_CONV_DIRECT_WEIGHT))
+    return tpu_conv_direct_weight(q, &j.x, &j.y, &j.w);
   j.tiles = (q->p + q->pt - 1) / q->pt;
   int64_t units = q->n * q->g * j.tiles;
   int chunks = units ? tpu_parallel_chunks(units, 1) : 1;
