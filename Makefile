@@ -123,14 +123,15 @@ fuzz-core:
 	done
 
 pytest: setup
-	$(VENV)/bin/pytest -q -n $(JOBS) --dist loadfile --max-worker-restart=0
+	$(VENV)/bin/pytest -q -n $(JOBS) --dist loadfile --max-worker-restart=0 --durations=15
 
 # The PJRT driver on XLA's CPU plugin (TORCH_TPU_PJRT_PLUGIN names the installed package).
 pytest-pjrt: setup
 	@for group in "$(PJRT_GROUP_1)" "$(PJRT_GROUP_2)" "$(PJRT_GROUP_3)" "$(PJRT_GROUP_4)"; do \
 		echo "pytest-pjrt: $$group"; \
 		TORCH_TPU_DRIVER=pjrt TORCH_TPU_PJRT_PLUGIN=lammps_jax_pjrt_cpu \
-			$(VENV)/bin/pytest -q -n $(JOBS) --dist loadfile --max-worker-restart=0 $$group || exit 1; \
+			$(VENV)/bin/pytest -q -n $(JOBS) --dist loadfile --max-worker-restart=0 --durations=10 \
+				$$group || exit 1; \
 	done
 
 # The Hugging Face models and the OpInfo sweep on the PJRT driver, one pytest per sweep

@@ -6,6 +6,7 @@ layouts; native execution and errors."""
 from __future__ import annotations
 
 import copy
+import os
 
 import pytest
 import torch
@@ -74,6 +75,10 @@ def test_rnn_whole_sequence(
 ) -> None:
     """nn.LSTM's and nn.GRU's layers as whole-sequence nodes: outputs, final states and every
     gradient (input, initial states, weights) match CPU, with one fused cell per step."""
+    if os.environ.get("TORCH_TPU_DRIVER") == "pjrt" and (batch_first or not bias):
+        # The layout and the bias are the binding's business, the same ops on either driver;
+        # each case compiles an executable per step on PJRT (a view's offset is in its key).
+        pytest.skip("layouts and bias-free layers run on the host driver only")
     torch.manual_seed(0)
     steps, batch, layers, dirs = 7, 3, 2, 2 if bidirectional else 1
     lstm = kind == "LSTM"
