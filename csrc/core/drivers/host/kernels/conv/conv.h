@@ -112,6 +112,11 @@ static inline conv_mat tpu_conv_t(conv_mat m) {
  * its accumulation type (float, or double for float64), in conv_run.c. The dtype switch sits
  * outside each loop so the loops vectorize. ---- */
 
+/* a / b rounded toward negative infinity, for b > 0. */
+static inline int64_t tpu_conv_floor_div(int64_t a, int64_t b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
 /* The accumulation type of a floating dtype. */
 static inline tpu_dtype tpu_conv_acc(tpu_dtype d) {
   return d == TPU_FLOAT64 ? TPU_FLOAT64 : TPU_FLOAT32;

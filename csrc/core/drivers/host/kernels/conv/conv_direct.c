@@ -65,22 +65,17 @@ static bool shape_init(direct_shape *s, const conv_geom *q, const int64_t out[3]
 
 typedef struct pad_job {
   const conv_view *v;
-  int64_t channels;  /* per image */
-  int64_t place[3];  /* where the view's first element lands in the padded source, >= 0 */
-  int64_t stride[3]; /* phases per dim */
-  int64_t span[3], phase_plane, plane;
-  uint64_t used; /* the phases to fill; the rest stay zero */
-  float *dst;    /* [N][channels][plane] */
+  const direct_shape *s; /* its phases (s->used: the ones to fill; the rest stay zero) */
+  const int64_t *place;  /* where the view's first element lands in the padded source, >= 0 */
+  float *dst;            /* [N][channels][plane] */
 } pad_job;
-
-static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
 /* The phase plane's indices i < span whose source index stride * i + phase - place lies in
  * [0, size): [*lo, *hi), empty when *hi <= *lo. */
 static void phase_range(int64_t phase, int64_t place, int64_t stride, int64_t size, int64_t span,
                         int64_t *lo, int64_t *hi) {
   *lo = place > phase ? (place - phase + stride - 1) / stride : 0;
-  *hi = floor_div(size - 1 + place - phase, stride) + 1;
+  *hi = tpu_conv_floor_div(size - 1 + place - phase, stride) + 1;
   *hi = *hi < span ? *hi : span;
 }
 
@@ -88,30 +83,31 @@ static void pad_chunk(int64_t begin, int64_t end, int chunk, void *ctx) {
   (void)chunk;
   const pad_job *p = ctx;
   const conv_view *v = p->v;
-  const int64_t *s = p->stride, *pl = p->place;
-  int64_t es = (int64_t)tpu_dtype_size(v->dtype);
+  const direct_shape *sh = p->s;
+  const int64_t *s = sh->stride, *pl = p->place, *span = sh->span;
+  int64_t es = (int64_t)tpu_dtype_size(v->dtype), channels = v->size[1];
   for (int64_t u = begin; u < end; u++) {
-    float *dst = p->dst + u * p->plane;
-    memset(dst, 0, (size_t)p->plane * sizeof *dst);
+    float *dst = p->dst + u * sh->plane;
+    memset(dst, 0, (size_t)sh->plane * sizeof *dst);
     const char *img =
-        v->data + ((u / p->channels) * v->stride[0] + (u % p->channels) * v->stride[1]) * es;
+        v->data + ((u / channels) * v->stride[0] + (u % channels) * v->stride[1]) * es;
     for (int64_t f0 = 0; f0 < s[0]; f0++)
       for (int64_t f1 = 0; f1 < s[1]; f1++)
         for (int64_t f2 = 0; f2 < s[2]; f2++) {
           int64_t index = (f0 * s[1] + f1) * s[2] + f2, lo[3], hi[3];
-          float *phase = dst + index * p->phase_plane;
-          if (!(p->used >> index & 1))
+          float *phase = dst + index * sh->phase_plane;
+          if (!(sh->used >> index & 1))
             continue;
-          phase_range(f0, pl[0], s[0], v->size[2], p->span[0], &lo[0], &hi[0]);
-          phase_range(f1, pl[1], s[1], v->size[3], p->span[1], &lo[1], &hi[1]);
-          phase_range(f2, pl[2], s[2], v->size[4], p->span[2], &lo[2], &hi[2]);
+          phase_range(f0, pl[0], s[0], v->size[2], span[0], &lo[0], &hi[0]);
+          phase_range(f1, pl[1], s[1], v->size[3], span[1], &lo[1], &hi[1]);
+          phase_range(f2, pl[2], s[2], v->size[4], span[2], &lo[2], &hi[2]);
           if (hi[2] <= lo[2])
             continue;
           for (int64_t i0 = lo[0]; i0 < hi[0]; i0++)
             for (int64_t i1 = lo[1]; i1 < hi[1]; i1++) {
               int64_t r0 = s[0] * i0 + f0 - pl[0], r1 = s[1] * i1 + f1 - pl[1],
                       c = s[2] * lo[2] + f2 - pl[2];
-              tpu_conv_load_run(phase + (i0 * p->span[1] + i1) * p->span[2] + lo[2],
+              tpu_conv_load_run(phase + (i0 * span[1] + i1) * span[2] + lo[2],
                                 img + (r0 * v->stride[2] + r1 * v->stride[3] + c * v->stride[4]) *
                                           es,
                                 s[2] * v->stride[4], hi[2] - lo[2], v->dtype);
@@ -124,15 +120,7 @@ static void pad_chunk(int64_t begin, int64_t end, int chunk, void *ctx) {
  * by `place`); NULL when out of memory. */
 static float *pad_source(const conv_view *v, const int64_t place[3], const direct_shape *s) {
   int64_t planes = v->size[0] * v->size[1];
-  pad_job p = {v,
-               v->size[1],
-               {place[0], place[1], place[2]},
-               {s->stride[0], s->stride[1], s->stride[2]},
-               {s->span[0], s->span[1], s->span[2]},
-               s->phase_plane,
-               s->plane,
-               s->used,
-               tpu_conv_alloc(planes * s->plane * (int64_t)sizeof(float))};
+  pad_job p = {v, s, place, tpu_conv_alloc(planes * s->plane * (int64_t)sizeof(float))};
   if (p.dst && planes)
     tpu_parallel_for(planes, 1, pad_chunk, &p);
   return p.dst;
@@ -150,7 +138,6 @@ typedef struct direct_job {
   const float *bias;       /* all output channels, or NULL */
   const conv_view *y;
   int64_t band, bands; /* rows per unit; units per image and group */
-  int64_t block;       /* steps per pass over a band */
   _Atomic tpu_status status;
 } direct_job;
 
@@ -196,10 +183,10 @@ static void compute_chunk(int64_t begin, int64_t end, int chunk, void *ctx) {
       const float *weight = j->wpk + (g * j->nob + ob) * j->cin * s->kk * TPU_CONV_DIRECT_OCB;
       /* The reduction in blocks of steps, each over the whole band: one tile's source rows
        * stay in L1 from one tile to the next. */
-      for (int64_t s0 = 0; s0 < total; s0 += j->block) {
+      for (int64_t s0 = 0; s0 < total; s0 += STEP_BLOCK) {
         t.off = j->steps + s0;
         t.weight = weight + s0 * TPU_CONV_DIRECT_OCB;
-        t.steps = total - s0 < j->block ? total - s0 : j->block;
+        t.steps = total - s0 < STEP_BLOCK ? total - s0 : STEP_BLOCK;
         /* The band's vectors split evenly over the fewest tiles: a narrow last tile would
          * leave its accumulators waiting on the FMA latency. */
         int64_t vectors = (qb - qa + 7) / 8, tiles = (vectors + nvmax - 1) / nvmax;
@@ -280,7 +267,6 @@ static tpu_status run_direct(const conv_geom *q, bool input, const conv_view *sr
     goto done;
   j.src = source;
   choose_bands(&j);
-  j.block = STEP_BLOCK;
   tpu_parallel_for(j.n * j.g * j.bands, 1, compute_chunk, &j);
   st = atomic_load(&j.status);
 done:

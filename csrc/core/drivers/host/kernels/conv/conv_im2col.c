@@ -6,15 +6,13 @@
 
 #include "drivers/host/kernels/conv/conv.h"
 
-static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-
 /* The output widths [lo, hi) within [ow0, ow1) whose input column ow * stride - pad + kw * dil
  * lies in [0, in). */
 static void valid_cols(const conv_geom *q, int64_t kw, int64_t ow0, int64_t ow1, int64_t *lo,
                        int64_t *hi) {
   int64_t s = q->stride[2], off = kw * q->dil[2] - q->pad[2];
-  int64_t first = -floor_div(off, s); /* ceil(-off / s) */
-  int64_t last = floor_div(q->in[2] - 1 - off, s) + 1;
+  int64_t first = -tpu_conv_floor_div(off, s); /* ceil(-off / s) */
+  int64_t last = tpu_conv_floor_div(q->in[2] - 1 - off, s) + 1;
   *lo = first > ow0 ? first : ow0;
   *hi = last < ow1 ? last : ow1;
   if (*hi < *lo)
