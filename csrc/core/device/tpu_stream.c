@@ -1,6 +1,7 @@
 #include "device/tpu_stream.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +12,9 @@
 #include "device/tpu_device.h"
 
 /* How long an idle worker polls before it sleeps, and how long a waiter polls before it blocks:
- * a wake-up through the kernel costs tens of microseconds, more than most tiny ops. */
+ * a wake-up through the kernel costs tens of microseconds, more than most tiny ops. Polling yields
+ * the core on every turn: the stream's worker and the pool's helpers are as many threads as cores,
+ * so a polling waiter would otherwise keep a helper that a kernel waits for off its core. */
 #define TPU_SPIN_US 50.0
 
 typedef struct work_item {
@@ -165,7 +168,7 @@ static void *worker_main(void *arg) {
   for (;;) {
     double spin_until = tpu_now_us() + TPU_SPIN_US;
     while (atomic_load(&s->submitted) == atomic_load(&s->completed) && tpu_now_us() < spin_until)
-      ;
+      sched_yield();
     pthread_mutex_lock(&s->mu);
     while (s->head == s->tail) {
       s->worker_sleeping = true;
@@ -210,9 +213,11 @@ void tpu_stream_wait_for(tpu_stream *s, uint64_t seq) {
   if (atomic_load(&s->completed) >= seq)
     return;
   double spin_until = tpu_now_us() + TPU_SPIN_US;
-  while (tpu_now_us() < spin_until)
+  while (tpu_now_us() < spin_until) {
     if (atomic_load(&s->completed) >= seq)
       return;
+    sched_yield();
+  }
   pthread_mutex_lock(&s->mu);
   while (atomic_load(&s->completed) < seq)
     pthread_cond_wait(&s->progress, &s->mu);

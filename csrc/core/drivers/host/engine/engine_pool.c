@@ -1,6 +1,7 @@
 #include "drivers/host/engine/engine_pool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -12,7 +13,8 @@
 /* The most threads the pool runs. */
 #define TPU_POOL_MAX 256
 
-/* How long helpers poll for the next job before they sleep: kernels come in bursts. */
+/* How long helpers poll for the next job before they sleep: kernels come in bursts. Polling, and
+ * waiting for the helpers' chunks, yield the core on every turn (see the stream's TPU_SPIN_US). */
 #define TPU_POOL_SPIN_US 50.0
 
 typedef struct job {
@@ -78,7 +80,7 @@ static void *helper_main(void *arg) {
   for (;;) {
     double spin_until = tpu_now_us() + TPU_POOL_SPIN_US;
     while (atomic_load(&generation) == seen && tpu_now_us() < spin_until)
-      ;
+      sched_yield();
     pthread_mutex_lock(&pool_mu);
     while (atomic_load(&generation) == seen)
       pthread_cond_wait(&pool_wake, &pool_mu);
@@ -132,7 +134,7 @@ void tpu_parallel_for(int64_t n, int64_t grain, tpu_chunk_fn fn, void *ctx) {
   pthread_mutex_unlock(&pool_mu);
   run_chunks(&j);
   while (atomic_load(&j.pending) > 0)
-    ;
+    sched_yield();
   atomic_store(&current, NULL);
   while (atomic_load(&helpers_inside) > 0)
     ;
