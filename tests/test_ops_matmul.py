@@ -64,12 +64,35 @@ def native(fn: Callable[[], object]) -> object:
 def test_blas_is_loaded() -> None:
     # scipy-openblas32 is a dependency: fp32 runs through it, or through the AVX-512 kernel where
     # the CPU has AVX-512; bf16 through vdpbf16ps where it exists.
+    # x @ W^T with at most 16 rows runs the AVX2 few-row kernel where the CPU has AVX2.
     info = torch.ops.torch_tpu._blas_info()
     assert info.startswith("OpenBLAS"), info
     flags = open("/proc/cpuinfo").read().split()
-    assert ("; fp32: avx512;" if "avx512f" in flags else "; fp32: blas;") in info, info
+    few_rows = ", avx2 for x @ W^T of <= 16 rows" if {"avx2", "fma"} <= set(flags) else ""
+    fp32 = "avx512" if "avx512f" in flags else "blas"
+    assert f"; fp32: {fp32}{few_rows};" in info, info
     if "avx512_bf16" in flags:
         assert info.endswith("bf16: avx512_bf16")
+
+
+@pytest.mark.parametrize("bias", [False, True], ids=["plain", "bias"])
+@pytest.mark.parametrize("rows", [1, 3, 16, 17])
+def test_linear_few_rows(rows: int, bias: bool, eager_mode: str) -> None:
+    # A recurrent step's or a small batch's x @ W^T: up to 16 rows the few-row kernel where the CPU
+    # has AVX2 (17 rows: the BLAS), with K not a whole number of vectors and W's rows not a whole
+    # number of groups of three; with and without a bias, and the gradients.
+    x, w, b = make(rows, 301), make(1000, 301, seed=1), make(1000, seed=2)
+    xt, wt = x.to(DEV).requires_grad_(), w.to(DEV).requires_grad_()
+    xc, wc = x.clone().requires_grad_(), w.clone().requires_grad_()
+    bt = b.to(DEV) if bias else None
+    out = native(lambda: F.linear(xt, wt, bt))
+    ref = F.linear(xc, wc, b if bias else None)
+    same(out, ref, k=301)
+    grad = make(rows, 1000, seed=3)
+    out.backward(grad.to(DEV))
+    ref.backward(grad)
+    same(xt.grad, xc.grad, k=1000)
+    same(wt.grad, wc.grad, k=rows)
 
 
 SHAPES = [(5, 7, 3), (1, 1, 1), (33, 65, 17), (0, 4, 3), (4, 0, 3), (4, 3, 0)]

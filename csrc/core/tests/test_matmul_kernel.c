@@ -1,8 +1,8 @@
 /* The GEMM kernel: every dtype against a double-precision reference, transposed and strided
  * operands and outputs, alpha/beta with NaN in an ignored C, summed batches, empty dimensions,
  * the split over threads, the AVX512-BF16 kernel against the portable path, the AVX-512 fp32
- * kernel, and the BLAS dispatch through a stand-in CBLAS that checks transposes reach it without
- * copies. */
+ * kernel, the AVX2 few-row fp32 kernel, and the BLAS dispatch through a stand-in CBLAS that checks
+ * transposes reach it without copies. */
 #include <complex.h>
 #include <math.h>
 #include <stdlib.h>
@@ -120,6 +120,34 @@ static int64_t f32_case(int64_t m, int64_t n, int64_t k, int variant, float *out
   return batches * m * n;
 }
 
+/* A GEMM case writing its 2 * m * n outputs (or fewer) to out; returns how many, -1 on failure. */
+typedef int64_t (*gemm_case)(int64_t m, int64_t n, int64_t k, int variant, float *out);
+
+/* Every variant of `run` with a kernel (which `disable` switches off) and without it: within 1e-5
+ * of each other, and the kernel's bits the same on one thread and on two. */
+static void check_kernel_matches(gemm_case run, int variants, void (*disable)(bool), int64_t m,
+                                 int64_t n, int64_t k) {
+  int threads = tpu_pool_threads();
+  float *got = malloc(sizeof(float) * (size_t)(2 * m * n));
+  float *want = malloc(sizeof(float) * (size_t)(2 * m * n));
+  for (int variant = 0; variant < variants; variant++) {
+    disable(true);
+    run(m, n, k, variant, want);
+    disable(false);
+    tpu_pool_set_threads(2);
+    int64_t count = run(m, n, k, variant, got);
+    double err = 0;
+    for (int64_t i = 0; i < count; i++)
+      err = fmax(err, fabs((double)got[i] - want[i]) / (1 + fabs((double)want[i])));
+    CHECK(err < 1e-5);
+    tpu_pool_set_threads(1);
+    run(m, n, k, variant, want);
+    CHECK(count <= 0 || memcmp(got, want, sizeof(float) * (size_t)count) == 0);
+  }
+  tpu_pool_set_threads(threads);
+  free(got), free(want);
+}
+
 /* The AVX-512 fp32 kernel, where the CPU has one: it takes the GEMM from the BLAS, matches the
  * reference in every layout with K over several blocks and partial register tiles, matches the
  * built-in kernel on odd strides, C (a matrix or a bias row) and summed batches, and gives the
@@ -137,26 +165,57 @@ static void test_f32_kernel(void) {
   check_f32_layouts(13, 330, 1000, false, true, false);
   CHECK(blas_calls == 0);
   tpu_matmul_set_blas(NULL);
-  int threads = tpu_pool_threads();
-  int64_t m = 50, n = 45, k = 1000;
-  float *got = malloc(sizeof(float) * (size_t)(2 * m * n));
-  float *want = malloc(sizeof(float) * (size_t)(2 * m * n));
-  for (int variant = 0; variant < F32_CASES; variant++) {
-    tpu_matmul_disable_f32_kernel(true);
-    f32_case(m, n, k, variant, want);
-    tpu_matmul_disable_f32_kernel(false);
-    tpu_pool_set_threads(2);
-    int64_t count = f32_case(m, n, k, variant, got);
-    double err = 0;
-    for (int64_t i = 0; i < count; i++)
-      err = fmax(err, fabs((double)got[i] - want[i]) / (1 + fabs((double)want[i])));
-    CHECK(err < 1e-5);
-    tpu_pool_set_threads(1);
-    f32_case(m, n, k, variant, want);
-    CHECK(memcmp(got, want, sizeof(float) * (size_t)count) == 0);
+  check_kernel_matches(f32_case, F32_CASES, tpu_matmul_disable_f32_kernel, 50, 45, 1000);
+}
+
+/* out = 0.5 * x @ W^T - 2 * C over two batches, x [m, k] row-major, W [n, k] row-major (the
+ * few-row kernel's layout). Variant 0: no C; 1: C a bias row; 2: C a matrix per batch. */
+static int64_t few_rows_case(int64_t m, int64_t n, int64_t k, int variant, float *out) {
+  float *x = malloc(sizeof(float) * (size_t)(2 * m * k));
+  float *w = malloc(sizeof(float) * (size_t)(2 * n * k));
+  float *c = malloc(sizeof(float) * (size_t)(2 * m * n));
+  for (int64_t i = 0; i < 2 * m * k; i++)
+    x[i] = (float)value(i);
+  for (int64_t i = 0; i < 2 * n * k; i++)
+    w[i] = (float)value(i + 5);
+  for (int64_t i = 0; i < 2 * m * n; i++)
+    c[i] = (float)value(i + 2);
+  tpu_tensor cv = variant == 1 ? view3(c, TPU_FLOAT32, 2, m, n, n, 0, 1)
+                               : view3(c, TPU_FLOAT32, 2, m, n, m * n, n, 1);
+  tpu_status st = gemm(view3(x, TPU_FLOAT32, 2, m, k, m * k, k, 1),
+                       view3(w, TPU_FLOAT32, 2, k, n, n * k, 1, k), variant ? &cv : NULL,
+                       view3(out, TPU_FLOAT32, 2, m, n, m * n, n, 1), SCALAR_F(0.5), SCALAR_F(-2));
+  free(x), free(w), free(c);
+  CHECK_OK_OR(st, -1);
+  return 2 * m * n;
+}
+
+/* The AVX2 kernel for x @ W^T with few rows, where the CPU has AVX2: it takes those GEMMs from the
+ * BLAS (every row count up to 16, W row counts that leave 1 or 2 of a group of three, K with and
+ * without a partial vector) and matches the reference; with C it matches the BLAS path, and
+ * gives the same bits on one thread and on two. More rows, or B not W^T, still reach the BLAS. */
+static void test_small_f32_kernel(void) {
+  if (!tpu_matmul_has_small_f32_kernel()) {
+    printf("  (no AVX2: the few-row fp32 kernel is not used on this CPU)\n");
+    return;
   }
-  tpu_pool_set_threads(threads);
-  free(got), free(want);
+  tpu_blas fake = {.sgemm = fake_sgemm, .dgemm = NULL, .name = "fake"};
+  tpu_matmul_set_blas(&fake);
+  tpu_matmul_disable_f32_kernel(true); /* the AVX-512 kernel would take the larger ones */
+  blas_calls = 0;
+  const int64_t rows[] = {1, 2, 3, 4, 5, 7, 16}, cols[] = {1, 2, 3, 25, 50}, ks[] = {1, 7, 8, 9, 300};
+  for (int a = 0; a < 7; a++)
+    for (int b = 0; b < 5; b++)
+      for (int c = 0; c < 5; c++)
+        check_f32_layouts(rows[a], cols[b], ks[c], false, true, false);
+  CHECK(blas_calls == 0);
+  check_f32_layouts(17, 50, 300, false, true, false);
+  check_f32_layouts(16, 50, 300, false, false, false);
+  check_f32_layouts(16, 50, 600, false, true, false);
+  CHECK(blas_calls == 3);
+  tpu_matmul_set_blas(NULL);
+  check_kernel_matches(few_rows_case, 3, tpu_matmul_disable_small_f32_kernel, 13, 700, 301);
+  tpu_matmul_disable_f32_kernel(false);
 }
 
 static void test_blas_dispatch(void) {
@@ -303,6 +362,7 @@ int main(void) {
   RUN_TEST(test_missing_library);
   RUN_TEST(test_f32_builtin);
   RUN_TEST(test_f32_kernel);
+  RUN_TEST(test_small_f32_kernel);
   RUN_TEST(test_blas_dispatch);
   RUN_TEST(test_alpha_beta);
   RUN_TEST(test_int8_wrap_and_batches);

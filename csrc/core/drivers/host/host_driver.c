@@ -126,12 +126,16 @@ static bool host_graph_recomputable(const tpu_graph *graph, int node) {
 
 static void host_blas_info(char *buf, size_t len) {
   const tpu_blas *blas = tpu_matmul_blas();
-  snprintf(buf, len, "%s; fp32: %s; bf16: %s", blas ? blas->name : "built-in",
+  snprintf(buf, len, "%s; fp32: %s%s; bf16: %s", blas ? blas->name : "built-in",
            tpu_matmul_has_f32_kernel() ? "avx512" : "blas",
+           tpu_matmul_has_small_f32_kernel() ? ", avx2 for x @ W^T of <= 16 rows" : "",
            tpu_matmul_has_bf16_kernel() ? "avx512_bf16" : "fp32");
 }
 
-static void host_use_f32_kernel(bool enabled) { tpu_matmul_disable_f32_kernel(!enabled); }
+static void host_use_f32_kernel(bool enabled) {
+  tpu_matmul_disable_f32_kernel(!enabled);
+  tpu_matmul_disable_small_f32_kernel(!enabled);
+}
 
 typedef struct host_proc {
   const char *name;

@@ -2,8 +2,8 @@
  * batched GEMM run by tpu_kernel_gemm.
  *
  * fp32 uses a packed AVX-512 kernel where the CPU has AVX-512 (for all but tiny GEMMs and very
- * large B); fp32 otherwise, fp64 and complex go through a BLAS loaded at run time (OpenBLAS,
- * single-threaded: the work is split over the driver's own pool); bf16 uses an AVX512-BF16 packed
+ * large B), and an unpacked AVX2 kernel for x @ W^T with few rows where the CPU has AVX2; fp32
+ * otherwise, fp64 and complex go through a BLAS loaded at run time (OpenBLAS, single-threaded: the work is split over the driver's own pool); bf16 uses an AVX512-BF16 packed
  * kernel where the CPU has one; fp16, and bf16 elsewhere, are widened to fp32. Without a BLAS a
  * built-in blocked kernel computes the same results. float32 never takes a bf16 pass: it would
  * trade accuracy for at most the doubled multiply-adds per instruction of vdpbf16ps over fp32
@@ -71,8 +71,16 @@ bool tpu_matmul_has_bf16_kernel(void);
  * AVX-512 kernel (matmul_f32.c) rather than the BLAS. */
 bool tpu_matmul_has_f32_kernel(void);
 
+/* True when float32 x @ W^T with at most 16 rows (and K up to 512) runs the unpacked AVX2 kernel
+ * (matmul_small_f32.c) rather than the BLAS. */
+bool tpu_matmul_has_small_f32_kernel(void);
+
 /* Sends float32 GEMMs to the BLAS even where AVX-512 exists: for tests and comparisons. */
 void tpu_matmul_disable_f32_kernel(bool disable);
+
+/* Sends those few-row float32 GEMMs to the BLAS (or the AVX-512 kernel) even where AVX2 exists:
+ * for tests and comparisons. */
+void tpu_matmul_disable_small_f32_kernel(bool disable);
 
 /* Forces the portable bf16 path (widening to fp32) even where AVX512-BF16 exists: for tests. */
 void tpu_matmul_disable_bf16_kernel(bool disable);

@@ -104,4 +104,9 @@ bool tpu_gemm_bf16(const gemm_job *job);
  * written (the caller then runs the BLAS or portable path). */
 bool tpu_gemm_f32(const gemm_job *job);
 
+/* The AVX2 fp32 path for x @ W^T with few rows (matmul_small_f32.c): runs the whole float32 job
+ * over the pool without packing. False when the CPU lacks AVX2 and FMA, the job has more rows or
+ * a longer K than it takes, sums batches, or B is not W^T (then the BLAS or portable path runs). */
+bool tpu_gemm_small_f32(const gemm_job *job);
+
 #endif
