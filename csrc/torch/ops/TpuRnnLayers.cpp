@@ -40,6 +40,11 @@ at::Tensor previous_states(const at::Tensor& initial, const at::Tensor& states, 
                  : at::cat({first, states.narrow(0, 0, t - 1)}, 0);
 }
 
+// w [G, H] (a recurrent weight) as a contiguous [H, G]: the backward's per-step product
+// dgates @ w then reads rows of its transpose, the layout the host's few-row GEMM kernel takes
+// (csrc/core/drivers/host/kernels/matmul/matmul_small_f32.c), for the price of one copy per layer.
+at::Tensor transposed_once(const at::Tensor& w) { return w.t().contiguous(); }
+
 // One direction of one LSTM layer: x [T, B, I], h0 and c0 [B, H], w_ih [4H, I], w_hh [4H, H],
 // biases [4H] or none. Returns (output [T, B, H], h_T, c_T). Each step's cell writes into views of
 // the whole sequence's outputs, states and (when a backward will run) activated gates.
@@ -89,6 +94,7 @@ struct LstmLayerFunction : public torch::autograd::Function<LstmLayerFunction> {
       dh = dh.defined() ? dh + last : last;
     }
     at::Tensor dg = at::empty({steps, batch, 4 * hidden}, h0.options());
+    at::Tensor w_hh_t = transposed_once(w_hh);
     for (int64_t s = steps - 1; s >= 0; s--) {
       int64_t t = reverse ? steps - 1 - s : s, prev = reverse ? t + 1 : t - 1;
       at::Tensor c_prev = s == 0 ? c0 : cs.select(0, prev), gates = dg.select(0, t);
@@ -96,8 +102,8 @@ struct LstmLayerFunction : public torch::autograd::Function<LstmLayerFunction> {
       launch_lstm_cell_backward(dh.defined() ? &dh : nullptr, dc.defined() ? &dc : nullptr, c_prev,
                                 cs.select(0, t), ws.select(0, t), gates, dc_prev, nullptr);
       dc = dc_prev;
-      dh = s > 0 && g_out.defined() ? at::addmm(g_out.select(0, prev), gates, w_hh)
-                                    : at::mm(gates, w_hh);
+      dh = s > 0 && g_out.defined() ? at::addmm(g_out.select(0, prev), gates, w_hh_t.t())
+                                    : at::mm(gates, w_hh_t.t());
     }
     at::Tensor dg2 = dg.view({steps * batch, 4 * hidden});
     at::Tensor dx, dw_ih, dw_hh, db;
@@ -157,6 +163,7 @@ struct GruLayerFunction : public torch::autograd::Function<GruLayerFunction> {
       dh = dh + g_out.select(0, reverse ? 0 : steps - 1);
     at::Tensor dgi = at::empty({steps, batch, 3 * hidden}, h0.options());
     at::Tensor dgh = at::empty({steps, batch, 3 * hidden}, h0.options());
+    at::Tensor w_hh_t = transposed_once(w_hh);
     for (int64_t s = steps - 1; s >= 0; s--) {
       int64_t t = reverse ? steps - 1 - s : s, prev = reverse ? t + 1 : t - 1;
       at::Tensor dh_direct = at::empty({batch, hidden}, h0.options());
@@ -164,7 +171,7 @@ struct GruLayerFunction : public torch::autograd::Function<GruLayerFunction> {
                                nullptr, nullptr);
       // The previous state's gradient: through the cell directly, through the hidden gates'
       // GEMM, and the output's own.
-      dh = at::addmm(dh_direct, dgh.select(0, t), w_hh);
+      dh = at::addmm(dh_direct, dgh.select(0, t), w_hh_t.t());
       if (s > 0 && g_out.defined())
         dh = dh + g_out.select(0, prev);
     }

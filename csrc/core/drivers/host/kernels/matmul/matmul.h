@@ -71,7 +71,7 @@ bool tpu_matmul_has_bf16_kernel(void);
  * AVX-512 kernel (matmul_f32.c) rather than the BLAS. */
 bool tpu_matmul_has_f32_kernel(void);
 
-/* True when float32 x @ W^T with at most 16 rows (and K up to 512) runs the unpacked AVX2 kernel
+/* True when float32 x @ W^T with at most 16 rows (and K up to 4096) runs the unpacked AVX2 kernel
  * (matmul_small_f32.c) rather than the BLAS. */
 bool tpu_matmul_has_small_f32_kernel(void);
 

@@ -2,7 +2,7 @@
  * times a 1024 x 256 weight) or a linear layer at a small batch. A BLAS packs all of W on every
  * call, as much memory traffic as the multiply itself at so few rows; here the micro-kernel reads
  * W's rows where they lie and takes dot products along k, 4 rows of x by 3 rows of W in 12
- * accumulators, and the few rows of x stay in L1 while W passes once. The threads claim items of
+ * accumulators, and the few rows of x stay in cache while W passes once. The threads claim items of
  * (output batch, 24 columns). With more rows, or B stored as [k][n], packing pays and the BLAS
  * (or the AVX-512 kernel) is faster.
  *
@@ -21,8 +21,8 @@
 /* The most rows of x: beyond, the BLAS's packing of W pays for itself. */
 #define SMALL_MAX_ROWS 16
 
-/* The longest K: the rows of x (SMALL_MAX_ROWS x K floats) stay in L1. */
-#define SMALL_MAX_K 512
+/* The longest K: the rows of x (SMALL_MAX_ROWS x K floats, 256 KiB) stay in L2 while W passes. */
+#define SMALL_MAX_K 4096
 
 static atomic_bool disabled;
 
