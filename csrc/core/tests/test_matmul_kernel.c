@@ -43,6 +43,14 @@ static void reference(const double *a, const double *b, double *ref, int64_t m, 
     }
 }
 
+/* n floats value(offset), value(offset + 1), ... in a new buffer. */
+static float *filled(int64_t n, int64_t offset) {
+  float *p = malloc(sizeof(float) * (size_t)n);
+  for (int64_t i = 0; p && i < n; i++)
+    p[i] = (float)value(i + offset);
+  return p;
+}
+
 /* One float32 GEMM with A and B stored transposed or not, and a column-major output. */
 static void check_f32_layouts(int64_t m, int64_t n, int64_t k, bool ta, bool tb, bool to) {
   float *a = malloc(sizeof(float) * (size_t)(m * k)), *b = malloc(sizeof(float) * (size_t)(k * n));
@@ -98,15 +106,7 @@ static void test_f32_builtin(void) {
  * (addbmm) with C; 2: C a bias row broadcast over the rows; 3: C a matrix per batch. */
 enum { F32_CASES = 4 };
 static int64_t f32_case(int64_t m, int64_t n, int64_t k, int variant, float *out) {
-  float *a = malloc(sizeof(float) * (size_t)(2 * m * k * 4));
-  float *b = malloc(sizeof(float) * (size_t)(2 * k * n));
-  float *c = malloc(sizeof(float) * (size_t)(2 * m * n));
-  for (int64_t i = 0; i < 2 * m * k * 4; i++)
-    a[i] = (float)value(i);
-  for (int64_t i = 0; i < 2 * k * n; i++)
-    b[i] = (float)value(i + 1);
-  for (int64_t i = 0; i < 2 * m * n; i++)
-    c[i] = (float)value(i + 2);
+  float *a = filled(2 * m * k * 4, 0), *b = filled(2 * k * n, 1), *c = filled(2 * m * n, 2);
   int64_t batches = variant == 1 ? 1 : 2;
   tpu_tensor cv = variant == 2 ? view3(c, TPU_FLOAT32, 2, m, n, 0, 0, 1)
                                : view3(c, TPU_FLOAT32, batches, m, n, m * n, n, 1);
@@ -171,15 +171,7 @@ static void test_f32_kernel(void) {
 /* out = 0.5 * x @ W^T - 2 * C over two batches, x [m, k] row-major, W [n, k] row-major (the
  * few-row kernel's layout). Variant 0: no C; 1: C a bias row; 2: C a matrix per batch. */
 static int64_t few_rows_case(int64_t m, int64_t n, int64_t k, int variant, float *out) {
-  float *x = malloc(sizeof(float) * (size_t)(2 * m * k));
-  float *w = malloc(sizeof(float) * (size_t)(2 * n * k));
-  float *c = malloc(sizeof(float) * (size_t)(2 * m * n));
-  for (int64_t i = 0; i < 2 * m * k; i++)
-    x[i] = (float)value(i);
-  for (int64_t i = 0; i < 2 * n * k; i++)
-    w[i] = (float)value(i + 5);
-  for (int64_t i = 0; i < 2 * m * n; i++)
-    c[i] = (float)value(i + 2);
+  float *x = filled(2 * m * k, 0), *w = filled(2 * n * k, 5), *c = filled(2 * m * n, 2);
   tpu_tensor cv = variant == 1 ? view3(c, TPU_FLOAT32, 2, m, n, n, 0, 1)
                                : view3(c, TPU_FLOAT32, 2, m, n, m * n, n, 1);
   tpu_status st = gemm(view3(x, TPU_FLOAT32, 2, m, k, m * k, k, 1),

@@ -147,21 +147,14 @@ AVX2 static void run_block(const gemm_job *j, int64_t bo, int64_t n0, int64_t n1
       d.c = j->has_c ? (const float *)j->c.data + bo * j->c.bs + i * j->c.rs + col : NULL;
       const float *ai = a + i * j->a.rs, *wc = w + col * ldw;
       int64_t rows = j->m - i < MR ? j->m - i : MR;
-#define MICRO(R, PF) micro(R, PF, j->k, ai, j->a.rs, wc, ldw, cols, next, &d)
-      if (i == 0) {
-        switch (rows) {
-        case 1: MICRO(1, true); break;
-        case 2: MICRO(2, true); break;
-        case 3: MICRO(3, true); break;
-        default: MICRO(4, true); break;
-        }
-      } else {
-        switch (rows) {
-        case 1: MICRO(1, false); break;
-        case 2: MICRO(2, false); break;
-        case 3: MICRO(3, false); break;
-        default: MICRO(4, false); break;
-        }
+#define MICRO(R)                                                                                   \
+  (i == 0 ? micro(R, true, j->k, ai, j->a.rs, wc, ldw, cols, next, &d)                             \
+          : micro(R, false, j->k, ai, j->a.rs, wc, ldw, cols, next, &d))
+      switch (rows) {
+      case 1: MICRO(1); break;
+      case 2: MICRO(2); break;
+      case 3: MICRO(3); break;
+      default: MICRO(4); break;
       }
 #undef MICRO
     }
