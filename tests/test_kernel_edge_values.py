@@ -188,6 +188,24 @@ def test_bf16_matmul_subnormal_inputs(eager_mode: str, op: str) -> None:
     _check(cpu, calls[op](a.to("tpu"), b.to("tpu")))
 
 
+@pytest.mark.parametrize("transposed", ["a", "b", "both"])
+def test_bf16_matmul_subnormal_in_transposed_operand(eager_mode: str, transposed: str) -> None:
+    # The subnormal scan reads a transposed operand in memory order: the lone subnormal sits in
+    # the last element, at the far end of either order.
+    bf = torch.bfloat16
+    a = torch.zeros(64, 80, dtype=bf)
+    b = torch.zeros(80, 72, dtype=bf)
+    a[-1, -1], b[-1, -1] = 3.39e38, 2.9e-39
+    cpu = (a.float() @ b.float()).to(bf)
+    assert cpu[-1, -1] > 0.5
+    ta, tb = a.to("tpu"), b.to("tpu")
+    if transposed in ("a", "both"):
+        ta = ta.t().contiguous().t()
+    if transposed in ("b", "both"):
+        tb = tb.t().contiguous().t()
+    _check(cpu, ta @ tb)
+
+
 def test_bf16_matmul_without_subnormals_unchanged(eager_mode: str) -> None:
     g = torch.Generator().manual_seed(1)
     a = torch.randn(70, 90, generator=g).bfloat16()

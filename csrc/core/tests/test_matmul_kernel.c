@@ -294,24 +294,29 @@ static void test_complex(void) {
 }
 
 /* bf16 and fp16 against the double reference (operands exact in bf16), on both bf16 paths, with
- * a batch, a transposed B, odd K spanning several K blocks, and two threads splitting M. */
-static void check_half(tpu_dtype d, int64_t m, int64_t n, int64_t k) {
+ * a batch, odd K spanning several K blocks, and two threads splitting M. `flipped` false: A
+ * row-major, B stored transposed; true: A stored transposed (a weight gradient's dy^T), B
+ * row-major. */
+static void check_half(tpu_dtype d, int64_t m, int64_t n, int64_t k, bool flipped) {
   uint16_t *a = malloc(2 * (size_t)(2 * m * k)), *b = malloc(2 * (size_t)(2 * k * n));
   uint16_t *out = malloc(2 * (size_t)(2 * m * n));
   double *ad = malloc(8 * (size_t)(m * k)), *bd = malloc(8 * (size_t)(k * n)),
          *ref = malloc(8 * (size_t)(m * n));
   uint16_t (*from_f32)(float) = d == TPU_BFLOAT16 ? tpu_f32_to_bf16 : tpu_f32_to_f16;
   float (*to_f32)(uint16_t) = d == TPU_BFLOAT16 ? tpu_bf16_to_f32 : tpu_f16_to_f32;
+  /* Element strides (rows, cols) of A [m, k] and B [k, n]. */
+  int64_t ars = flipped ? 1 : k, acs = flipped ? m : 1, brs = flipped ? n : 1, bcs = flipped ? 1 : k;
   for (int64_t bi = 0; bi < 2; bi++) {
-    for (int64_t i = 0; i < m * k; i++)
-      a[bi * m * k + i] = from_f32((float)(ad[i] = value(i + bi)));
-    /* B stored transposed: b[j][p] holds B[p][j]. */
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t p = 0; p < k; p++)
+        a[bi * m * k + i * ars + p * acs] = from_f32((float)(ad[i * k + p] = value(i * k + p + bi)));
     for (int64_t p = 0; p < k; p++)
       for (int64_t j = 0; j < n; j++)
-        b[bi * k * n + j * k + p] = from_f32((float)(bd[p * n + j] = value(p * n + j + 5 * bi)));
+        b[bi * k * n + p * brs + j * bcs] =
+            from_f32((float)(bd[p * n + j] = value(p * n + j + 5 * bi)));
     reference(ad, bd, ref, m, n, k);
-    CHECK_OK(gemm(view3(a + bi * m * k, d, 1, m, k, 0, k, 1),
-                  view3(b + bi * k * n, d, 1, k, n, 0, 1, k), NULL,
+    CHECK_OK(gemm(view3(a + bi * m * k, d, 1, m, k, 0, ars, acs),
+                  view3(b + bi * k * n, d, 1, k, n, 0, brs, bcs), NULL,
                   view3(out + bi * m * n, d, 1, m, n, 0, n, 1), SCALAR_F(1), SCALAR_F(0)));
     double err = 0;
     for (int64_t i = 0; i < m * n; i++)
@@ -320,7 +325,7 @@ static void check_half(tpu_dtype d, int64_t m, int64_t n, int64_t k) {
   }
   /* The batched form gives the same bits as the two single GEMMs. */
   uint16_t *batched = malloc(2 * (size_t)(2 * m * n));
-  CHECK_OK(gemm(view3(a, d, 2, m, k, m * k, k, 1), view3(b, d, 2, k, n, k * n, 1, k), NULL,
+  CHECK_OK(gemm(view3(a, d, 2, m, k, m * k, ars, acs), view3(b, d, 2, k, n, k * n, brs, bcs), NULL,
                 view3(batched, d, 2, m, n, m * n, n, 1), SCALAR_F(1), SCALAR_F(0)));
   CHECK(memcmp(batched, out, 2 * (size_t)(2 * m * n)) == 0);
   free(a), free(b), free(out), free(ad), free(bd), free(ref), free(batched);
@@ -331,11 +336,13 @@ static void test_half(void) {
   tpu_pool_set_threads(2);
   for (int pass = 0; pass < 2; pass++) {
     tpu_matmul_disable_bf16_kernel(pass == 1);
-    check_half(TPU_BFLOAT16, 97, 70, 1100);
-    check_half(TPU_BFLOAT16, 5, 3, 7);
+    for (int flipped = 0; flipped < 2; flipped++) {
+      check_half(TPU_BFLOAT16, 97, 70, 1100, flipped);
+      check_half(TPU_BFLOAT16, 5, 3, 7, flipped);
+    }
   }
   tpu_matmul_disable_bf16_kernel(false);
-  check_half(TPU_FLOAT16, 33, 40, 65);
+  check_half(TPU_FLOAT16, 33, 40, 65, false);
   tpu_pool_set_threads(threads);
 }
 

@@ -44,35 +44,56 @@ static inline uint32_t pair(const uint16_t *p, int64_t step, bool has_second) {
   return (uint32_t)p[0] | (has_second ? (uint32_t)p[step] << 16 : 0u);
 }
 
+/* Whole strips of a matrix with unit row stride (A transposed, or B as stored), pairs [0, whole):
+ * two k rows widened and interleaved 16 lanes at a time. Pairs are the outer loop, so each k row's
+ * segment is read once for all strips, and the rows PF pairs ahead are prefetched: k rows lie ks
+ * elements apart, often a page or more, where the hardware prefetcher does not follow. */
+#define PF 8
+AVX512BF16 static void pack_unit_rows(const uint16_t *src, int64_t ks, int64_t strips, int64_t k0,
+                                      int64_t whole, int64_t kp, int width, uint32_t *dst) {
+  int64_t bytes = strips * width * 2;
+  for (int64_t p = 0; p < whole; p++) {
+    const uint16_t *lo = src + (k0 + 2 * p) * ks, *hi = lo + ks;
+    if (p + PF < whole)
+      for (int64_t b = 0; b < bytes; b += 64) {
+        _mm_prefetch((const char *)(lo + 2 * PF * ks) + b, _MM_HINT_T0);
+        _mm_prefetch((const char *)(hi + 2 * PF * ks) + b, _MM_HINT_T0);
+      }
+    for (int64_t s = 0; s < strips; s++) {
+      uint32_t *restrict d = dst + s * kp * width + p * width;
+      for (int r = 0; r < width; r += 16) {
+        __mmask16 m = width - r >= 16 ? 0xffff : (__mmask16)((1u << (width - r)) - 1);
+        int64_t off = s * width + r;
+        __m512i l = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, lo + off));
+        __m512i h = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, hi + off));
+        _mm512_mask_storeu_epi32(d + r, m, _mm512_or_si512(l, _mm512_slli_epi32(h, 16)));
+      }
+    }
+  }
+}
+
 /* Packs rows [0, rows) (zero padded to whole strips) by k in [k0, k0 + kc) of a matrix with
  * element strides rs (between rows) and ks (along k): dst[strip][k pair][width]. A uses it with
  * width MR; B, read as its transpose, with width NR. Whole strips of the two dense layouts have
- * loops of their own (one 32-bit copy per pair along k, or two rows widened and interleaved 16
- * lanes at a time); the rest, edges and odd strides, go element by element. */
+ * loops of their own (one 32-bit copy per pair along k, or pack_unit_rows); the rest, edges and
+ * odd strides, go element by element. */
 AVX512BF16 static inline void pack(const uint16_t *src, int64_t rs, int64_t ks, int64_t rows,
                                    int64_t k0, int64_t kc, int64_t k, int width, uint32_t *dst) {
   int64_t kp = (kc + 1) / 2, strips = (rows + width - 1) / width;
   int64_t whole = (k - k0) / 2 < kp ? (k - k0) / 2 : kp; /* pairs with both elements */
+  int64_t unit_rows = rs == 1 && ks != 1 ? rows / width : 0; /* strips pack_unit_rows fills */
+  if (unit_rows)
+    pack_unit_rows(src, ks, unit_rows, k0, whole, kp, width, dst);
   for (int64_t s = 0; s < strips; s++) {
     uint32_t *restrict d = dst + s * kp * width;
     int64_t r0 = s * width, p0 = 0;
-    if (r0 + width <= rows && ks == 1) {
+    if (s < unit_rows) {
+      p0 = whole;
+    } else if (r0 + width <= rows && ks == 1) {
       for (int r = 0; r < width; r++) {
         const uint16_t *row = src + (r0 + r) * rs + k0;
         for (int64_t p = 0; p < whole; p++)
           memcpy(&d[p * width + r], row + 2 * p, 4); /* little-endian: k in the low half */
-      }
-      p0 = whole;
-    } else if (r0 + width <= rows && rs == 1) {
-      for (int64_t p = 0; p < whole; p++) {
-        const uint16_t *lo = src + (k0 + 2 * p) * ks + r0, *hi = lo + ks;
-        for (int r = 0; r < width; r += 16) {
-          __mmask16 m = width - r >= 16 ? 0xffff : (__mmask16)((1u << (width - r)) - 1);
-          __m512i l = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, lo + r));
-          __m512i h = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, hi + r));
-          __m512i pairs = _mm512_or_si512(l, _mm512_slli_epi32(h, 16));
-          _mm512_mask_storeu_epi32(d + p * width + r, m, pairs);
-        }
       }
       p0 = whole;
     }
@@ -249,13 +270,16 @@ static void scan_rows(int64_t begin, int64_t end, int chunk, void *ctx) {
 /* True when the operand `v` ([batches, rows, cols]) holds a subnormal value. vdpbf16ps reads
  * subnormal inputs as zero whatever MXCSR says, where CPU and CUDA keep them (2.9e-39 * 3.39e38 is
  * 0.98, not 0); such jobs take the fp32 path. The scan reads each element once, little next to the
- * product's rows * cols * n multiply-adds. */
+ * product's rows * cols * n multiply-adds, along the smaller stride. */
 static bool has_subnormal(const gemm_view *v, int64_t batches, int64_t rows, int64_t cols) {
   subnormal_scan s = {.p = (const uint16_t *)(const void *)v->data, .rows = rows, .cols = cols,
                       .bs = v->bs, .rs = v->rs, .cs = v->cs};
+  if (llabs(v->rs) < llabs(v->cs)) { /* a transposed view: scan in memory order */
+    s.rows = cols, s.cols = rows, s.rs = v->cs, s.cs = v->rs;
+  }
   atomic_init(&s.found, false);
-  int64_t grain = cols >= 65536 ? 1 : 65536 / cols;
-  tpu_parallel_for(batches * rows, grain, scan_rows, &s);
+  int64_t grain = s.cols >= 65536 ? 1 : 65536 / s.cols;
+  tpu_parallel_for(batches * s.rows, grain, scan_rows, &s);
   return atomic_load(&s.found);
 }
 
