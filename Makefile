@@ -10,7 +10,7 @@ SOURCES := $(shell find csrc src -type f \( -name '*.c' -o -name '*.h' -o -name 
 JOBS ?= $(shell nproc)
 # XLA's CPU plugin for the PJRT driver's tests; it declares a jax dependency it does not need.
 PJRT_CPU_PLUGIN := lammps-jax-pjrt-cpu==0.11.2
-# What make pytest-pjrt runs on the PJRT driver: its own tests, elementwise ops, matmuls,
+# What make pytest-pjrt runs on the PJRT driver: its own tests, elementwise ops, matmuls (int_mm too),
 # reductions, index ops, optimizer steps, norms, nn and attention ops, views, copies, complex
 # construction and frexp, conjugate and negative views, the CPU fallback's host mirror, argument checks, the
 # models (trained against CPU), fused and debug modes, random draws, recurrent cells, sorting,
@@ -19,7 +19,7 @@ PJRT_CPU_PLUGIN := lammps-jax-pjrt-cpu==0.11.2
 # CPU plugin maps memory for every executable the driver keeps, and a worker that compiled the
 # whole list would reach the kernel's bound on mappings (vm.max_map_count).
 PJRT_GROUP_1 := tests/test_pjrt.py tests/test_ops_elementwise.py tests/test_ops_matmul.py \
-	tests/test_views.py tests/test_copy.py tests/test_ops_number_parts.py
+	tests/test_views.py tests/test_copy.py tests/test_ops_number_parts.py tests/test_ops_quantized.py
 PJRT_GROUP_2 := tests/test_ops_reduce.py tests/test_ops_reduce_stats.py tests/test_ops_index.py \
 	tests/test_ops_index_shape.py tests/test_ops_optim.py tests/test_ops_norm.py \
 	tests/test_math_bits.py tests/test_fallback_mirror.py tests/test_arg_checks.py \

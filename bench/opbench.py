@@ -72,7 +72,8 @@ def roofline(row: dict[str, Any], wall: float, limits: dict[str, Limit]) -> dict
         d["us_per_op"] = wall / int(row["ops_per_call"]) * 1e6
         return d
     bw = value(limits, "stream_triad")
-    peak = value(limits, "bf16_dot_peak") if row["dtype"] == "bfloat16" else fp32_peak(limits)
+    dot_peak = {"bfloat16": "bf16_dot_peak", "int8": "int8_dot_peak"}.get(row["dtype"])
+    peak = value(limits, dot_peak) if dot_peak else fp32_peak(limits)
     if bw and peak:
         t_min = max(nbytes / (bw * 1e9), flops / (peak * 1e9))
         d["roofline_fraction"] = t_min / wall

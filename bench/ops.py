@@ -350,6 +350,22 @@ def gemm_cases() -> list[OpCase]:
                     dtype,
                 ),
             ]
+    n = 2048
+    cases.append(
+        OpCase(
+            "gemm",
+            "_int_mm int8",
+            f"{n}x{n}x{n}",
+            lambda g: (
+                torch.randint(-128, 128, (n, n), generator=g, dtype=torch.int8),
+                torch.randint(-128, 128, (n, n), generator=g, dtype=torch.int8),
+            ),
+            lambda i, o: torch._int_mm(i[0], i[1]),
+            2 * n**3,
+            2 * n * n + 4 * n * n,
+            torch.int8,
+        )
+    )
     return cases
 
 

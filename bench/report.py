@@ -267,8 +267,9 @@ def ops_table(doc: Doc, fn: Footnotes) -> str:
         "### Ops: PyTorch CPU vs tpu, and against the roofline\n\n"
         f"{lab[BASELINE]}: median [min–max]; roofline = t_min / t with "
         "t_min = max(bytes / STREAM triad, flops / peak), peak = fp32 FMA peak (bf16 dot peak for "
-        "bf16). tpu columns: CPU time ÷ tpu time (tpu time · % of roofline). Above 100% means "
-        "the limit probes never caught the shared machine quiet (see the load average).\n\n"
+        "bf16, int8 dot peak for int8). tpu columns: CPU time ÷ tpu time (tpu time · % of "
+        "roofline). Above 100% means the limit probes never caught the shared machine quiet "
+        "(see the load average).\n\n"
         + md_table(heads, rows, [False, False] + [True] * (len(heads) - 2))
     )
 

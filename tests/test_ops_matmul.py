@@ -63,7 +63,7 @@ def native(fn: Callable[[], object]) -> object:
 
 def test_blas_is_loaded() -> None:
     # scipy-openblas32 is a dependency: fp32 runs through it, or through the AVX-512 kernel where
-    # the CPU has AVX-512; bf16 through vdpbf16ps where it exists.
+    # the CPU has AVX-512; bf16 through vdpbf16ps and int_mm through vpdpbusd where they exist.
     # x @ W^T with at most 16 rows runs the AVX2 few-row kernel where the CPU has AVX2.
     info = torch.ops.torch_tpu._blas_info()
     assert info.startswith("OpenBLAS"), info
@@ -72,7 +72,9 @@ def test_blas_is_loaded() -> None:
     fp32 = "avx512" if "avx512f" in flags else "blas"
     assert f"; fp32: {fp32}{few_rows};" in info, info
     if "avx512_bf16" in flags:
-        assert info.endswith("bf16: avx512_bf16")
+        assert "; bf16: avx512_bf16;" in info, info
+    int8 = "avx512_vnni" if {"avx512_vnni", "avx512bw"} <= set(flags) else "portable"
+    assert info.endswith(f"; int8: {int8}"), info
 
 
 @pytest.mark.parametrize("bias", [False, True], ids=["plain", "bias"])

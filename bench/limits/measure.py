@@ -13,7 +13,7 @@ from bench.limits.build import BuildError, load
 from bench.machine import blas_info, llc_bytes, torch_bf16_gemm_fast
 from bench.stats import Summary, summarize
 
-ISA_NAMES = {1: "AVX2+FMA", 2: "AVX-512", 3: "AVX-512 BF16"}
+ISA_NAMES = {1: "AVX2+FMA", 2: "AVX-512", 3: "AVX-512 BF16", 4: "AVX-512 VNNI"}
 
 
 @dataclass
@@ -96,6 +96,7 @@ def measure_limits(threads: int, quick: bool) -> dict[str, Limit]:
     out["fp32_fma_avx2"] = Limit("fp32 FMA peak (AVX2)", "GFLOP/s", method=fma)
     out["fp32_fma_avx512"] = Limit("fp32 FMA peak (AVX-512)", "GFLOP/s", method=fma)
     out["bf16_dot_peak"] = Limit("bf16 dot peak (vdpbf16ps)", "GFLOP/s", method=fma)
+    out["int8_dot_peak"] = Limit("int8 dot peak (vpdpbusd)", "GOP/s", method=fma)
     try:
         lib = load()
         isa = lib.tpb_isa()
@@ -109,7 +110,12 @@ def measure_limits(threads: int, quick: bool) -> dict[str, Limit]:
                 out[name].samples = stream(lib, kind, threads, 10 if quick else 30)
             except RuntimeError as e:
                 out[name].reason = str(e)
-        for name, code in (("fp32_fma_avx2", 1), ("fp32_fma_avx512", 2), ("bf16_dot_peak", 3)):
+        for name, code in (
+            ("fp32_fma_avx2", 1),
+            ("fp32_fma_avx512", 2),
+            ("bf16_dot_peak", 3),
+            ("int8_dot_peak", 4),
+        ):
             if not isa & (1 << code):
                 out[name].reason = f"CPU lacks {ISA_NAMES[code]}"
                 continue

@@ -10,7 +10,7 @@
 #define TPB_X86 1
 #endif
 
-enum { ISA_SCALAR = 0, ISA_AVX2 = 1, ISA_AVX512 = 2, ISA_AVX512_BF16 = 3 };
+enum { ISA_SCALAR = 0, ISA_AVX2 = 1, ISA_AVX512 = 2, ISA_AVX512_BF16 = 3, ISA_AVX512_VNNI = 4 };
 enum { ACC_SCALAR = 8, ACC_AVX2 = 12, ACC_AVX512 = 16 };
 
 int tpb_isa(void) {
@@ -21,6 +21,8 @@ int tpb_isa(void) {
   if (__builtin_cpu_supports("avx512f")) m |= 1 << ISA_AVX512;
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16"))
     m |= 1 << ISA_AVX512_BF16;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vnni"))
+    m |= 1 << ISA_AVX512_VNNI;
 #endif
   return m;
 }
@@ -31,6 +33,7 @@ double tpb_peak_flops_per_iter(int isa) {
     case ISA_AVX2: return 8.0 * 2 * ACC_AVX2;
     case ISA_AVX512: return 16.0 * 2 * ACC_AVX512;
     case ISA_AVX512_BF16: return 16.0 * 2 * 2 * ACC_AVX512; /* vdpbf16ps: 2 products per lane */
+    case ISA_AVX512_VNNI: return 16.0 * 4 * 2 * ACC_AVX512; /* vpdpbusd: 4 products per lane */
     default: return 2.0 * ACC_SCALAR;
   }
 }
@@ -86,6 +89,19 @@ __attribute__((target("avx512f,avx512bf16"))) static float loop_bf16(long iters)
   for (int k = 1; k < ACC_AVX512; k++) s = _mm512_add_ps(s, x[k]);
   return _mm512_reduce_add_ps(s);
 }
+
+/* int8 dot products accumulate into int32 lanes, 1 * 1 * 4 per lane and step; long runs wrap, so
+ * the result is read unsigned, plus one to stay positive. */
+__attribute__((target("avx512f,avx512vnni"))) static float loop_vnni(long iters) {
+  volatile int seed = 1;
+  __m512i p = _mm512_set1_epi8((char)seed), x[ACC_AVX512];
+  for (int k = 0; k < ACC_AVX512; k++) x[k] = _mm512_setzero_si512();
+  for (long i = 0; i < iters; i++)
+    for (int k = 0; k < ACC_AVX512; k++) x[k] = _mm512_dpbusd_epi32(x[k], p, p);
+  __m512i s = x[0];
+  for (int k = 1; k < ACC_AVX512; k++) s = _mm512_add_epi32(s, x[k]);
+  return (float)(unsigned)_mm512_reduce_add_epi32(s) + 1.0f;
+}
 #endif
 
 typedef struct {
@@ -101,6 +117,7 @@ static void *peak_worker(void *arg) {
     case ISA_AVX2: j->sink = loop_avx2(j->iters); break;
     case ISA_AVX512: j->sink = loop_avx512(j->iters); break;
     case ISA_AVX512_BF16: j->sink = loop_bf16(j->iters); break;
+    case ISA_AVX512_VNNI: j->sink = loop_vnni(j->iters); break;
 #endif
     default: j->sink = loop_scalar(j->iters); break;
   }

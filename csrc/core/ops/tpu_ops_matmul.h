@@ -10,6 +10,9 @@
  * conjugated (PyTorch's lazy conj views). With beta == 0 (or no C) C is never read, so its NaNs
  * do not propagate, as in BLAS. Every product accumulates in fp32 or wider and is rounded once.
  *
+ * int_mm (torch._int_mm) is the one mixed-dtype op: A int8 or uint8 [1, M, K], B int8 [1, K, N], output int32
+ * [1, M, N], exact sums wrapping modulo 2^32; no C and no scalars.
+ *
  * float32 is always true fp32, whatever torch.get_float32_matmul_precision() says: "highest"
  * forbids reduced precision, and "high"/"medium" only permit it. */
 #ifndef TPU_OPS_MATMUL_H
@@ -22,7 +25,8 @@
   X(BADDBMM, "baddbmm", TPU_ATTR(4))                                                               \
   X(ADDBMM, "addbmm", TPU_ATTR(4))                                                                 \
   X(ADDMV, "addmv", TPU_ATTR(4))                                                                   \
-  X(DOT, "dot", TPU_ATTR(4))
+  X(DOT, "dot", TPU_ATTR(4))                                                                       \
+  X(INT_MM, "int_mm", 0)
 
 /* Bits of scalars[4].i. */
 enum { TPU_GEMM_CONJ_A = 1, TPU_GEMM_CONJ_B = 2 };

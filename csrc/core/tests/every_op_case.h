@@ -84,6 +84,7 @@ typedef struct op_case {
 
 #define BOOL_(...) .dtype = TPU_BOOL, DIMS(__VA_ARGS__)
 #define U8(...) .dtype = TPU_UINT8, DIMS(__VA_ARGS__)
+#define I8(...) .dtype = TPU_INT8, DIMS(__VA_ARGS__)
 #define I16(...) .dtype = TPU_INT16, DIMS(__VA_ARGS__)
 #define I32(...) .dtype = TPU_INT32, DIMS(__VA_ARGS__)
 #define I64(...) .dtype = TPU_INT64, DIMS(__VA_ARGS__)

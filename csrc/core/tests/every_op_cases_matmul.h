@@ -2,7 +2,7 @@
  * GEMM A [b, m, k] @ B [b, k, n] (+ beta C), so the cases vary what the ops share: dtypes (the
  * packed float32 and bfloat16 kernels, the float64 and complex paths, integers), transposed and
  * strided operands, a broadcast bias row, summed batches, conjugated operands and complex alpha
- * and beta. */
+ * and beta; int_mm's int8 operands in their whole range. */
 #ifndef EVERY_OP_CASES_MATMUL_H
 #define EVERY_OP_CASES_MATMUL_H
 
@@ -48,6 +48,14 @@ static const op_case matmul_cases[] = {
     {CASE(ADDBMM, "complex64, batches summed, beta 0 leaves C's NaNs unread", 3, 1),
      .scalars = {{.f = 1}, {.f = 0}},
      .tensors = {{C64(3, 4, 6)}, {C64(3, 6, 5)}, {C64(1, 4, 5), SPECIAL}, {C64(1, 4, 5)}}},
+    {CASE(INT_MM, "int8 to int32, full int8 range, K not a multiple of 4", 2, 1),
+     .tensors = {{I8(1, 30, 37), RANGE(-128, 128)}, {I8(1, 37, 40), RANGE(-128, 128)},
+                 {I32(1, 30, 40)}}},
+    {CASE(INT_MM, "int8 to int32, B transposed (x @ W^T), A strided", 2, 1),
+     .tensors = {{I8(1, 13, 64), STRIDED}, {I8(1, 64, 35), TRANSPOSED}, {I32(1, 13, 35)}}},
+    {CASE(INT_MM, "uint8 A (as CPU takes it), A transposed", 2, 1),
+     .tensors = {{U8(1, 17, 21), TRANSPOSED, RANGE(0, 256)}, {I8(1, 21, 33), RANGE(-128, 128)},
+                 {I32(1, 17, 33)}}},
 };
 
 #endif

@@ -1,7 +1,7 @@
 /* The GEMM kernel: every dtype against a double-precision reference, transposed and strided
  * operands and outputs, alpha/beta with NaN in an ignored C, summed batches, empty dimensions,
  * the split over threads, the AVX512-BF16 kernel against the portable path, the AVX-512 fp32
- * kernel, the AVX2 few-row fp32 kernel, and the BLAS dispatch through a stand-in CBLAS that checks
+ * kernel, the AVX2 few-row fp32 kernel, int_mm on AVX512-VNNI and its portable loop, and the BLAS dispatch through a stand-in CBLAS that checks
  * transposes reach it without copies. */
 #include <complex.h>
 #include <math.h>
@@ -346,6 +346,53 @@ static void test_half(void) {
   tpu_pool_set_threads(threads);
 }
 
+/* int_mm: int8 or uint8 [m, k] @ int8 [k, n] -> int32 against an int64 reference, on the AVX512-VNNI
+ * kernel and the portable loop, with A and B row-major or stored transposed, a column-major
+ * output, K not a multiple of 4, rows and columns that leave partial register tiles, and the
+ * extremes of int8 (-128 * -128 summed K times). */
+static void check_int_mm(int64_t m, int64_t n, int64_t k, bool ta, bool tb, bool to,
+                         bool a_unsigned) {
+  int8_t *a = malloc((size_t)(m * k) + 1), *b = malloc((size_t)(k * n) + 1);
+  int32_t *out = malloc(sizeof(int32_t) * (size_t)(m * n) + 1);
+  int64_t ars = ta ? 1 : k, acs = ta ? m : 1, brs = tb ? 1 : n, bcs = tb ? k : 1;
+  int64_t ors = to ? 1 : n, ocs = to ? m : 1;
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t p = 0; p < k; p++)
+      a[i * ars + p * acs] = (int8_t)(i == 0 ? -128 : (i * 31 + p * 17) % 256 - 128);
+  for (int64_t p = 0; p < k; p++)
+    for (int64_t j = 0; j < n; j++)
+      b[p * brs + j * bcs] = (int8_t)(j == 0 ? -128 : (p * 13 + j * 29 + 7) % 256 - 128);
+  tpu_tensor t[3] = {view3(a, a_unsigned ? TPU_UINT8 : TPU_INT8, 1, m, k, 0, ars, acs),
+                     view3(b, TPU_INT8, 1, k, n, 0, brs, bcs),
+                     view3(out, TPU_INT32, 1, m, n, 0, ors, ocs)};
+  CHECK_OK(run_kernel(TPU_OP_INT_MM, t, 2, 1, NO_SCALAR, NO_SCALAR, NO_SCALAR, NO_SCALAR));
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      int64_t s = 0;
+      for (int64_t p = 0; p < k; p++)
+        s += (a_unsigned ? (int64_t)(uint8_t)a[i * ars + p * acs] : a[i * ars + p * acs]) *
+             b[p * brs + j * bcs];
+      CHECK(out[i * ors + j * ocs] == (int32_t)s);
+    }
+  free(a), free(b), free(out);
+}
+
+static void test_int_mm(void) {
+  int threads = tpu_pool_threads();
+  tpu_pool_set_threads(2);
+  for (int pass = 0; pass < 2; pass++) {
+    tpu_matmul_disable_int8_kernel(pass == 1);
+    for (int layout = 0; layout < 8; layout++)
+      check_int_mm(29, 45, 1027, layout & 1, layout & 2, layout & 4, false);
+    check_int_mm(29, 45, 1027, false, false, false, true);
+    check_int_mm(100, 70, 3, false, false, false, true);
+    check_int_mm(1, 1, 1, false, true, false, false);
+    check_int_mm(4, 5, 0, false, false, false, false); /* an empty sum: zeros */
+  }
+  tpu_matmul_disable_int8_kernel(false);
+  tpu_pool_set_threads(threads);
+}
+
 static void test_errors(void) {
   float a[4], b[4], out[4];
   CHECK(gemm(view3(a, TPU_FLOAT32, 1, 2, 2, 0, 2, 1), view3(b, TPU_FLOAT32, 1, 1, 2, 0, 2, 1), NULL,
@@ -366,6 +413,7 @@ int main(void) {
   RUN_TEST(test_alpha_beta);
   RUN_TEST(test_int8_wrap_and_batches);
   RUN_TEST(test_complex);
+  RUN_TEST(test_int_mm);
   RUN_TEST(test_half);
   RUN_TEST(test_errors);
   TEST_MAIN_END();

@@ -126,10 +126,11 @@ static bool host_graph_recomputable(const tpu_graph *graph, int node) {
 
 static void host_blas_info(char *buf, size_t len) {
   const tpu_blas *blas = tpu_matmul_blas();
-  snprintf(buf, len, "%s; fp32: %s%s; bf16: %s", blas ? blas->name : "built-in",
+  snprintf(buf, len, "%s; fp32: %s%s; bf16: %s; int8: %s", blas ? blas->name : "built-in",
            tpu_matmul_has_f32_kernel() ? "avx512" : "blas",
            tpu_matmul_has_small_f32_kernel() ? ", avx2 for x @ W^T of <= 16 rows" : "",
-           tpu_matmul_has_bf16_kernel() ? "avx512_bf16" : "fp32");
+           tpu_matmul_has_bf16_kernel() ? "avx512_bf16" : "fp32",
+           tpu_matmul_has_int8_kernel() ? "avx512_vnni" : "portable");
 }
 
 static void host_use_f32_kernel(bool enabled) {

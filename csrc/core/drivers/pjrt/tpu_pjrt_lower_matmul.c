@@ -7,6 +7,17 @@ bool tpu_pjrt_matmul_supports(const tpu_op_call *call) {
   case TPU_OP_MM: case TPU_OP_BMM: case TPU_OP_ADDMM: case TPU_OP_BADDBMM: case TPU_OP_ADDBMM:
   case TPU_OP_ADDMV: case TPU_OP_DOT:
     break;
+  case TPU_OP_INT_MM: {
+    if (call->n_inputs != 2 || call->n_outputs != 1)
+      return false;
+    tpu_dtype a = call->tensors[0].dtype, want[3] = {a == TPU_UINT8 ? a : TPU_INT8, TPU_INT8,
+                                                       TPU_INT32};
+    for (int i = 0; i < 3; i++)
+      if (call->tensors[i].ndim != 3 || call->tensors[i].dtype != want[i] ||
+          !call->tensors[i].buf)
+        return false;
+    return true;
+  }
   default:
     return false;
   }
@@ -22,6 +33,11 @@ bool tpu_pjrt_matmul_supports(const tpu_op_call *call) {
 
 tpu_hlo_value tpu_pjrt_matmul_emit(tpu_hlo *h, const tpu_op_call *call, const tpu_hlo_value *in,
                                    tpu_pjrt_scalar_fn scalar, void *ctx) {
+  if (call->op == TPU_OP_INT_MM) { /* int8 or uint8 widened exactly; int32 sums wrap as the host's do */
+    tpu_hlo_value a = tpu_hlo_convert(h, in[0], TPU_INT32), b = tpu_hlo_convert(h, in[1], TPU_INT32);
+    return tpu_hlo_reshape(h, tpu_hlo_dot(h, a, b, false, TPU_INT32), 3,
+                           call->tensors[2].sizes);
+  }
   tpu_dtype dtype = call->tensors[0].dtype;
   if (tpu_dtype_is_complex(dtype))
     return tpu_pjrt_complex_matmul_emit(h, call, in, scalar, ctx);

@@ -173,6 +173,7 @@
   X(ADDBMM, MATMUL, NULL)                                                                          \
   X(ADDMV, MATMUL, NULL)                                                                           \
   X(DOT, MATMUL, NULL)                                                                             \
+  X(INT_MM, MATMUL, NULL)                                                                          \
   X(SOFTMAX, FAMILY, &tpu_pjrt_norm_family)                                                        \
   X(LOG_SOFTMAX, FAMILY, &tpu_pjrt_norm_family)                                                    \
   X(SOFTMAX_BACKWARD, FAMILY, &tpu_pjrt_norm_family)                                               \

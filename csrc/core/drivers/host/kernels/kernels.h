@@ -182,7 +182,8 @@ typedef tpu_status (*tpu_kernel_fn)(const tpu_op_call *call);
   X(BADDBMM, tpu_kernel_gemm)                                                                      \
   X(ADDBMM, tpu_kernel_gemm)                                                                       \
   X(ADDMV, tpu_kernel_gemm)                                                                        \
-  X(DOT, tpu_kernel_gemm)
+  X(DOT, tpu_kernel_gemm)                                                                          \
+  X(INT_MM, tpu_kernel_int_mm)
 
 #define TPU_HOST_KERNELS_NORM(X)                                                                   \
   X(SOFTMAX, tpu_kernel_softmax)                                                                   \

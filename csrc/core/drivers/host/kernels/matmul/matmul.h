@@ -82,6 +82,12 @@ void tpu_matmul_disable_f32_kernel(bool disable);
  * for tests and comparisons. */
 void tpu_matmul_disable_small_f32_kernel(bool disable);
 
+/* True when int_mm runs the AVX512-VNNI kernel (matmul_int8.c) rather than the portable loop. */
+bool tpu_matmul_has_int8_kernel(void);
+
+/* Forces int_mm's portable loop even where AVX512-VNNI exists: for tests and comparisons. */
+void tpu_matmul_disable_int8_kernel(bool disable);
+
 /* Forces the portable bf16 path (widening to fp32) even where AVX512-BF16 exists: for tests. */
 void tpu_matmul_disable_bf16_kernel(bool disable);
 
