@@ -13,7 +13,7 @@ PJRT_CPU_PLUGIN := lammps-jax-pjrt-cpu==0.11.2
 # What make pytest-pjrt runs on the PJRT driver: its own tests, elementwise ops, matmuls (int_mm too),
 # reductions, index ops, optimizer steps, norms, nn and attention ops, views, copies, complex
 # construction and frexp, conjugate and negative views, the CPU fallback's host mirror, argument checks, the
-# models (trained against CPU), fused and debug modes, random draws, recurrent cells, sorting,
+# models (trained against CPU), fused and debug modes, recompile reasons, random draws, recurrent cells, sorting,
 # isin and multinomial sampling, tpu_dist, torch.compile;
 # the rest of the suite runs on the host driver. It runs in four groups, one pytest each: XLA's
 # CPU plugin maps memory for every executable the driver keeps, and a worker that compiled the
@@ -24,7 +24,8 @@ PJRT_GROUP_2 := tests/test_ops_reduce.py tests/test_ops_reduce_stats.py tests/te
 	tests/test_ops_index_shape.py tests/test_ops_optim.py tests/test_ops_norm.py \
 	tests/test_math_bits.py tests/test_fallback_mirror.py tests/test_arg_checks.py \
 	tests/test_models.py tests/test_ops_nn.py tests/test_ops_attention.py \
-	tests/test_ops_attention_grad.py tests/test_fused.py tests/test_debug_mode.py
+	tests/test_ops_attention_grad.py tests/test_fused.py tests/test_debug_mode.py \
+	tests/test_recompiles.py
 PJRT_GROUP_3 := tests/test_random.py tests/test_dist.py \
 	tests/test_compile.py tests/test_pjrt_devices.py tests/test_ops_sort.py \
 	tests/test_ops_sampling.py tests/test_ops_search.py tests/test_ops_linalg.py \

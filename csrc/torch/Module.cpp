@@ -113,6 +113,12 @@ py::dict compile_cache_stats() {
   stats["capacity"] = s.capacity;
   stats["plan_us"] = s.plan_us;
   stats["compile_us"] = s.compile_us;
+  stats["first_compiles"] = s.first_compiles;
+  for (int r = 0; r < TPU_RECOMPILE_REASONS; r++) {
+    stats[py::str(std::string("recompiles_") +
+                  tpu_recompile_reason_name(static_cast<tpu_recompile_reason>(r)))] =
+        s.recompiles[r];
+  }
   // A compiling driver (PJRT) also reports its executables; the host driver has none.
   auto executable_stats =
       reinterpret_cast<tpu_pjrt_executable_stats_fn>(tpu_driver_proc(TPU_PJRT_EXECUTABLE_STATS));

@@ -70,6 +70,12 @@ static const tpu_env_var registry[] = {
      "default the first call's op calls are captured and later calls with the same input layouts "
      "replay them with their own buffers.",
      TPU_ENV_EXPERIMENTAL},
+    {"TORCH_TPU_LOG", "unset (nothing logged)",
+     "Comma list of what to print on stderr. recompiles: each compile-cache miss of a graph whose "
+     "skeleton (its ops and their connections) was compiled before, with the first difference: "
+     "the node, its op, the input or output and the dimension (torch.tpu.compile_cache_stats() "
+     "counts them by reason).",
+     TPU_ENV_EXPERIMENTAL},
     {"TORCH_TPU_DISK_CACHE", "1", "0 keeps compiled executables in memory only (no disk cache).",
      TPU_ENV_STABLE},
     {"TORCH_TPU_PJRT_VERIFY_PROGRAMS", "0",

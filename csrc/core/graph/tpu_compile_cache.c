@@ -2,12 +2,16 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+
+#include "base/tpu_env.h"
 
 struct tpu_compile_entry {
   atomic_int refcount; /* the cache's (while listed) plus one per caller */
-  uint64_t hash;
+  uint64_t hash, skeleton;
   tpu_graph *key; /* structure-only clone */
   void *plan;
   void (*destroy)(void *);
@@ -110,6 +114,42 @@ static tpu_compile_entry *find(tpu_compile_cache *c, uint64_t hash, const tpu_gr
   return NULL;
 }
 
+/* True when TORCH_TPU_LOG's comma list names `what`. */
+static bool log_enabled(const char *what) {
+  const char *v = tpu_env_get("TORCH_TPU_LOG");
+  size_t n = strlen(what);
+  for (const char *p = v; p && *p;) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len == n && !strncmp(p, what, n))
+      return true;
+    p = end ? end + 1 : NULL;
+  }
+  return false;
+}
+
+/* Counts a miss as a first compile, or as a recompile of the most recently used entry with the
+ * same skeleton, explained (and logged when asked). Under the lock. */
+static void classify_miss(tpu_compile_cache *c, uint64_t skeleton, const tpu_graph *graph) {
+  int same = 0;
+  tpu_compile_entry *last = NULL;
+  for (tpu_compile_entry *e = c->newest; e; e = e->older)
+    if (e->skeleton == skeleton) {
+      last = last ? last : e;
+      same++;
+    }
+  if (!last) {
+    c->stats.first_compiles++;
+    return;
+  }
+  char why[512];
+  tpu_recompile_reason r = tpu_graph_diff(last->key, graph, why, sizeof why);
+  c->stats.recompiles[r]++;
+  if (log_enabled("recompiles"))
+    fprintf(stderr, "torch_tpu: recompile (%s) of a graph of %d ops, %d compiled before: %s\n",
+            tpu_recompile_reason_name(r), graph->n_nodes, same, why);
+}
+
 /* Lists a new entry (refcount 2: the cache's and the caller's), evicting the oldest if full. */
 static void insert(tpu_compile_cache *c, tpu_compile_entry *e) {
   while (c->entries >= c->capacity && c->oldest) {
@@ -129,10 +169,14 @@ tpu_status tpu_compile_cache_lookup(tpu_compile_cache *c, const tpu_graph *graph
   uint64_t hash = tpu_graph_hash(graph);
   pthread_mutex_lock(&c->mu);
   tpu_compile_entry *e = find(c, hash, graph);
-  if (e)
+  uint64_t skeleton = 0;
+  if (e) {
     c->stats.hits++;
-  else
+  } else {
     c->stats.misses++;
+    skeleton = tpu_graph_skeleton_hash(graph);
+    classify_miss(c, skeleton, graph);
+  }
   c->stats.plan_us += now_us() - t0;
   pthread_mutex_unlock(&c->mu);
   if (e) {
@@ -156,6 +200,7 @@ tpu_status tpu_compile_cache_lookup(tpu_compile_cache *c, const tpu_graph *graph
   }
   atomic_init(&e->refcount, 2);
   e->hash = hash;
+  e->skeleton = skeleton;
   e->key = key;
   pthread_mutex_lock(&c->mu);
   c->stats.compiles++;

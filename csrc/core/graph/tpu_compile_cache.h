@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "graph/tpu_graph.h"
+#include "graph/tpu_graph_diff.h"
 
 /* Entries of the process-wide cache: far more distinct graphs than a training loop makes. */
 #define TPU_COMPILE_CACHE_CAPACITY 1024
@@ -27,8 +28,12 @@ typedef struct tpu_compile_entry tpu_compile_entry;
 typedef tpu_status (*tpu_compile_fn)(const tpu_graph *graph, void *ctx, void **plan,
                                      void (**destroy)(void *plan));
 
+/* misses = first_compiles + the recompiles by reason: a miss whose skeleton the cache holds is a
+ * recompile (graph/tpu_graph_diff.h), explained against the most recently used such entry and
+ * printed on stderr when TORCH_TPU_LOG lists "recompiles". */
 typedef struct tpu_compile_cache_stats {
   uint64_t hits, misses, compiles, evictions;
+  uint64_t first_compiles, recompiles[TPU_RECOMPILE_REASONS];
   uint64_t plan_us, compile_us;
   uint64_t entries, capacity;
 } tpu_compile_cache_stats;

@@ -1,7 +1,9 @@
 /* The compile cache (graph/tpu_compile_cache.h): hits for equal structures with other scalars and
  * buffers, misses for other structures, failed compiles, LRU eviction, entries that outlive their
- * eviction while held, clear, stats, and concurrent lookups. */
+ * eviction while held, clear, stats, concurrent lookups, and misses counted and explained by
+ * reason (recompiles of one skeleton against first compiles). */
 #include <pthread.h>
+#include <string.h>
 
 #include "graph/tpu_compile_cache.h"
 #include "tpu_test_graph.h"
@@ -70,6 +72,51 @@ static void test_hits_and_misses(void) {
   tpu_graph_free(g2);
   tpu_graph_free(g3);
   tpu_graph_free(g4);
+}
+
+/* One add of n elements of `dtype`, its first input read every `step` elements from `offset`. */
+static tpu_graph *add_view(tpu_dtype dtype, int64_t n, int64_t step, int64_t offset) {
+  tpu_tensor t[3] = {vec1(mem[0], dtype, n), vec1(mem[1], dtype, n), vec1(mem[2], dtype, n)};
+  t[0].strides[0] = step;
+  t[0].offset = offset;
+  tpu_graph *g = tpu_graph_new(0);
+  CHECK_OK_OR(tpu_graph_add(g, mk_call(TPU_OP_ADD, dtype, t, 2, 1.0), 0), g);
+  return g;
+}
+
+static void test_recompile_reasons(void) {
+  tpu_compile_cache *c;
+  CHECK_OK(tpu_compile_cache_create(8, &c));
+  /* The last graph adds twice: another skeleton, so a first compile. */
+  tpu_graph *g[5] = {add_view(TPU_FLOAT32, 16, 1, 0), add_view(TPU_FLOAT32, 24, 1, 0),
+                     add_view(TPU_INT32, 24, 1, 0), add_view(TPU_INT32, 24, 2, 0),
+                     add_view(TPU_FLOAT32, 16, 1, 0)};
+  tpu_tensor t[3] = {vec1(mem[2], TPU_FLOAT32, 16), vec1(mem[1], TPU_FLOAT32, 16),
+                     vec1(mem[3], TPU_FLOAT32, 16)};
+  CHECK_OK(tpu_graph_add(g[4], mk_call(TPU_OP_ADD, TPU_FLOAT32, t, 2, 1.0), 0));
+  char why[256];
+  CHECK(tpu_graph_skeleton_hash(g[0]) == tpu_graph_skeleton_hash(g[3]));
+  CHECK(tpu_graph_skeleton_hash(g[0]) != tpu_graph_skeleton_hash(g[4]));
+  CHECK(tpu_graph_diff(g[0], g[1], why, sizeof why) == TPU_RECOMPILE_SHAPE);
+  CHECK(!strcmp(why, "node 0 (add) input 0: sizes [16] -> [24] (dimension 0)"));
+  CHECK(tpu_graph_diff(g[1], g[2], why, sizeof why) == TPU_RECOMPILE_DTYPE);
+  CHECK(!strcmp(why, "node 0 (add): compute dtype float32 -> int32"));
+  CHECK(tpu_graph_diff(g[2], g[3], why, sizeof why) == TPU_RECOMPILE_LAYOUT);
+  CHECK(!strcmp(why, "node 0 (add) input 0: strides [1] -> [2], offset 0 -> 0"));
+  tpu_compile_entry *e;
+  for (int i = 0; i < 5; i++) {
+    CHECK_OK(tpu_compile_cache_lookup(c, g[i], compile, NULL, &e));
+    tpu_compile_entry_release(e);
+  }
+  tpu_compile_cache_stats s;
+  tpu_compile_cache_get_stats(c, &s);
+  CHECK(s.misses == 5 && s.first_compiles == 2);
+  CHECK(s.recompiles[TPU_RECOMPILE_SHAPE] == 1 && s.recompiles[TPU_RECOMPILE_DTYPE] == 1 &&
+        s.recompiles[TPU_RECOMPILE_LAYOUT] == 1);
+  tpu_compile_cache_destroy(c);
+  for (int i = 0; i < 5; i++)
+    tpu_graph_free(g[i]);
+  CHECK(plans_alive == 0);
 }
 
 static void test_lru_eviction(void) {
@@ -153,6 +200,7 @@ int main(void) {
   TEST_MAIN_BEGIN();
   RUN_TEST(test_hits_and_misses);
   RUN_TEST(test_lru_eviction);
+  RUN_TEST(test_recompile_reasons);
   RUN_TEST(test_concurrent_lookups);
   RUN_TEST(test_global_cache);
   TEST_MAIN_END();

@@ -101,6 +101,12 @@ def compile_cache_stats() -> dict[str, int]:
     """The shared compile cache: hits, misses, compiles, evictions, entries, capacity, and
     plan_us / compile_us (microseconds spent looking graphs up and planning misses).
 
+    Misses by reason: first_compiles (a graph whose skeleton, its ops and how they connect, the
+    cache did not hold) and recompiles_shape, recompiles_dtype, recompiles_layout,
+    recompiles_attribute, recompiles_placement (the first difference from the most recently used
+    graph with the same skeleton: a tensor's sizes, a dtype, strides or offset, an attribute
+    scalar, a buffer between host and device). TORCH_TPU_LOG=recompiles prints each recompile.
+
     On a compiling driver (PJRT) also its executables since start or reset: executables_compiled,
     executables_loaded (from the disk cache, TORCH_TPU_CACHE_DIR), executables_stored (written
     there), executable_compile_us / executable_load_us (microseconds those took), and
