@@ -1,8 +1,8 @@
 /* The GEMM kernel of the matmul family (call layout in matmul.h). A job is cut into tiles,
  * whole matrices when there are enough batches for the threads, else row or column blocks of each
- * matrix, and the pool runs them. float32 on AVX-512 CPUs (matmul_f32.c), float32 x @ W^T with
- * few rows on AVX2 CPUs (matmul_small_f32.c) and bf16 on AVX512-BF16 CPUs (matmul_bf16.c) take kernels
- * of their own that split the job their own way.
+ * matrix, and the pool runs them. float32 x @ W^T with few rows on AVX2 CPUs (matmul_small_f32.c,
+ * tried first, AVX-512 CPUs included), other float32 on AVX-512 CPUs (matmul_f32.c) and bf16 on
+ * AVX512-BF16 CPUs (matmul_bf16.c) take kernels of their own that split the job their own way.
  * Otherwise each tile takes one of two paths:
  *   - BLAS: float32/64 and complex. Operands stored row- or column-major (transposes included)
  *     go to the BLAS as they are; other layouts, conjugated operands and outputs that share
@@ -473,7 +473,7 @@ tpu_status tpu_kernel_gemm_then(const tpu_op_call *call, const tpu_gemm_epilogue
   gemm_split s = {.job = &j, .blas = tpu_matmul_blas(), .epilogue = epilogue};
   s.plan = plan_blas(&j, s.blas, aliased);
   bool packed = j.k > 0 && !aliased &&
-                ((d == TPU_FLOAT32 && (tpu_gemm_f32(&j) || tpu_gemm_small_f32(&j))) ||
+                ((d == TPU_FLOAT32 && (tpu_gemm_small_f32(&j) || tpu_gemm_f32(&j))) ||
                  (d == TPU_BFLOAT16 && tpu_gemm_bf16(&j)));
   if (packed) {
     /* These kernels' items are small blocks: the epilogue runs over whole rows after them. */

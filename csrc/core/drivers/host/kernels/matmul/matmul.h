@@ -1,8 +1,9 @@
 /* The matmul family on the host (ops/tpu_ops_matmul.h has the call layout): every op is one
  * batched GEMM run by tpu_kernel_gemm.
  *
- * fp32 uses a packed AVX-512 kernel where the CPU has AVX-512 (for all but tiny GEMMs and very
- * large B), and an unpacked AVX2 kernel for x @ W^T with few rows where the CPU has AVX2; fp32
+ * fp32 uses an unpacked AVX2 kernel for x @ W^T with few rows where the CPU has AVX2 (AVX-512
+ * CPUs too: packing W costs more than the multiply at so few rows), a packed AVX-512 kernel for
+ * the rest where the CPU has AVX-512 (all but tiny GEMMs and very large B); fp32
  * otherwise, fp64 and complex go through a BLAS loaded at run time (OpenBLAS, single-threaded: the work is split over the driver's own pool); bf16 uses an AVX512-BF16 packed
  * kernel where the CPU has one; fp16, and bf16 elsewhere, are widened to fp32. Without a BLAS a
  * built-in blocked kernel computes the same results. float32 never takes a bf16 pass: it would
@@ -72,7 +73,7 @@ bool tpu_matmul_has_bf16_kernel(void);
 bool tpu_matmul_has_f32_kernel(void);
 
 /* True when float32 x @ W^T with at most 16 rows (and K up to 4096) runs the unpacked AVX2 kernel
- * (matmul_small_f32.c) rather than the BLAS. */
+ * (matmul_small_f32.c) rather than the BLAS or the AVX-512 kernel. */
 bool tpu_matmul_has_small_f32_kernel(void);
 
 /* Sends float32 GEMMs to the BLAS even where AVX-512 exists: for tests and comparisons. */
