@@ -98,6 +98,11 @@ uint64_t tpu_graph_hash(const tpu_graph *graph);
 /* True when the two graphs have the same structure: an exact check behind the hash. */
 bool tpu_graph_equal(const tpu_graph *a, const tpu_graph *b);
 
+/* A hash of the graph's skeleton: what tpu_graph_hash covers less the tensors' dtypes, sizes,
+ * strides and offsets, compute dtypes, attribute values and slot placement. Graphs that differ
+ * only there are one program with other tensors (graph/tpu_graph_diff.h names the difference). */
+uint64_t tpu_graph_skeleton_hash(const tpu_graph *graph);
+
 /* The graph with its nodes in `order` (order[i]: the old index of new node i), slots renumbered by
  * first appearance, refs and latest versions renamed to the new node indices; structural only, so
  * equal graphs permuted alike stay equal. `order` must be legal (every two nodes touching one slot,

@@ -1,10 +1,8 @@
-/* Recompile reasons (tpu_graph_diff.h). The skeleton hash walks what tpu_graph_hash walks less
- * the tensors' metadata and the attribute values, so every difference tpu_graph_diff can name
- * leaves the skeleton alone. */
+/* Recompile reasons (tpu_graph_diff.h): the first difference between two graphs of one skeleton
+ * (tpu_graph_skeleton_hash), which can only lie in what the skeleton leaves out. */
 #include "graph/tpu_graph_diff.h"
 
 #include <stdio.h>
-#include <string.h>
 
 static const char *const reason_names[TPU_RECOMPILE_REASONS] = {
     [TPU_RECOMPILE_SHAPE] = "shape",         [TPU_RECOMPILE_DTYPE] = "dtype",
@@ -14,28 +12,6 @@ static const char *const reason_names[TPU_RECOMPILE_REASONS] = {
 
 const char *tpu_recompile_reason_name(tpu_recompile_reason reason) {
   return (unsigned)reason < TPU_RECOMPILE_REASONS ? reason_names[reason] : "unknown";
-}
-
-static uint64_t mix(uint64_t h, uint64_t v) {
-  h ^= v * 0x9e3779b97f4a7c15ull;
-  h = (h << 29) | (h >> 35);
-  return h * 0xbf58476d1ce4e5b9ull + 0x94d049bb133111ebull;
-}
-
-uint64_t tpu_graph_skeleton_hash(const tpu_graph *g) {
-  uint64_t h = mix(mix(mix(0, g->flags), (uint64_t)g->n_nodes), (uint64_t)g->n_slots);
-  for (int n = 0; n < g->n_nodes; n++) {
-    const tpu_graph_node *node = &g->nodes[n];
-    const tpu_op_call *c = node->call;
-    h = mix(h, (uint64_t)c->op | (uint64_t)node->attr_scalars << 24 |
-                   (uint64_t)(uint16_t)c->n_inputs << 32 | (uint64_t)(uint16_t)c->n_outputs << 48);
-    for (int i = 0; i < c->n_inputs + c->n_outputs; i++) {
-      const tpu_graph_ref *r = &node->refs[i];
-      h = mix(h, (uint64_t)(uint32_t)r->slot | (uint64_t)(uint32_t)r->node << 32);
-      h = mix(h, (uint64_t)(uint32_t)r->index | (uint64_t)r->needed << 32);
-    }
-  }
-  return h;
 }
 
 /* "[a, b, c]" of n values into buf. */

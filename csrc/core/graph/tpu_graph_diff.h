@@ -1,6 +1,6 @@
 /* Why a graph missed the compile cache (graph/tpu_compile_cache.h): two graphs with one skeleton
- * (the same ops, connected the same way, under the same flags) are one program seen with other
- * tensors, so a miss whose skeleton the cache already holds is a recompile, and the first
+ * (tpu_graph_skeleton_hash: the same ops, connected the same way, under the same flags) are one
+ * program seen with other tensors, so a miss whose skeleton the cache already holds is a recompile, and the first
  * difference between the two graphs, in node order, names its cause. */
 #ifndef TPU_GRAPH_DIFF_H
 #define TPU_GRAPH_DIFF_H
@@ -22,10 +22,6 @@ typedef enum tpu_recompile_reason {
 
 /* The reason's name: "shape", "dtype", "layout", "attribute" or "placement". */
 const char *tpu_recompile_reason_name(tpu_recompile_reason reason);
-
-/* A hash of the graph's skeleton: flags, node count, op ids, tensor counts and edges (slots,
- * producers, prev versions), not dtypes, sizes, strides or attribute values. */
-uint64_t tpu_graph_skeleton_hash(const tpu_graph *graph);
 
 /* The first difference of `now` from `before`, two graphs with one skeleton that are not equal,
  * written to buf as one line naming the node, its op, the tensor and the dimension, e.g.

@@ -1,5 +1,5 @@
 /* The structural hash and equality of graphs (tpu_graph.h): both walk the same fields, so equal
- * structures always hash equal. */
+ * structures always hash equal; and the skeleton hash, which walks a subset of them. */
 #include <string.h>
 
 #include "graph/tpu_graph.h"
@@ -34,6 +34,22 @@ uint64_t tpu_graph_hash(const tpu_graph *g) {
         h = mix(h, c->scalars[k].u);
     for (int i = 0; i < c->n_inputs + c->n_outputs; i++)
       h = hash_tensor(h, &c->tensors[i], &node->refs[i]);
+  }
+  return h;
+}
+
+uint64_t tpu_graph_skeleton_hash(const tpu_graph *g) {
+  uint64_t h = mix(mix(mix(0, g->flags), (uint64_t)g->n_nodes), (uint64_t)g->n_slots);
+  for (int n = 0; n < g->n_nodes; n++) {
+    const tpu_graph_node *node = &g->nodes[n];
+    const tpu_op_call *c = node->call;
+    h = mix(h, (uint64_t)c->op | (uint64_t)node->attr_scalars << 24 |
+                   (uint64_t)(uint16_t)c->n_inputs << 32 | (uint64_t)(uint16_t)c->n_outputs << 48);
+    for (int i = 0; i < c->n_inputs + c->n_outputs; i++) {
+      const tpu_graph_ref *r = &node->refs[i];
+      h = mix(h, (uint64_t)(uint32_t)r->slot | (uint64_t)(uint32_t)r->node << 32);
+      h = mix(h, (uint64_t)(uint32_t)r->index | (uint64_t)r->needed << 32);
+    }
   }
   return h;
 }

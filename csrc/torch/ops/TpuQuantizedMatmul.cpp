@@ -12,18 +12,6 @@
 namespace torch_tpu {
 namespace {
 
-// A matrix as the core's [1, rows, cols] view.
-tpu_tensor matrix3(const at::Tensor& t) {
-  tpu_tensor v = core_view(t);
-  v.ndim = 3;
-  const int64_t sizes[3] = {1, t.size(0), t.size(1)}, strides[3] = {0, t.stride(0), t.stride(1)};
-  for (int d = 0; d < 3; d++) {
-    v.sizes[d] = sizes[d];
-    v.strides[d] = strides[d];
-  }
-  return v;
-}
-
 void check_int_mm_operands(const at::Tensor& self, const at::Tensor& mat2) {
   TORCH_CHECK(self.dim() == 2, "int_mm_out_cpu: Expected self to be of dimension 2 but got ",
               self.dim());
@@ -56,9 +44,10 @@ at::Tensor& int_mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tenso
     return result;
   }
   OpCall call = new_call(TPU_OP_INT_MM, 2, 1);
-  call->tensors[0] = matrix3(self);
-  call->tensors[1] = matrix3(mat2);
-  call->tensors[2] = matrix3(result);
+  // The core's matmul layout: [1, rows, cols].
+  call->tensors[0] = core_view(self.unsqueeze(0));
+  call->tensors[1] = core_view(mat2.unsqueeze(0));
+  call->tensors[2] = core_view(result.unsqueeze(0));
   launch(result.device().index(), std::move(call));
   return result;
 }

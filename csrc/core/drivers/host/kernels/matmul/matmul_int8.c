@@ -54,19 +54,18 @@ typedef struct int_mm_job {
 
 /* ---- portable path ---- */
 
-/* Rows [begin, end) of the output: acc[j] += a[i][p] * b[p][j], with B widened once (bw). */
+/* Rows [begin, end) of the output: acc[j] += a[i][p] * b[p][j], with B widened once (bw) and a
+ * row of accumulators per pool chunk, allocated before the run so that no chunk can fail. */
 typedef struct portable_job {
   const int_mm_job *j;
   const uint32_t *bw; /* [k][n] */
+  uint32_t *acc;      /* [chunk][n] */
 } portable_job;
 
 TPU_SIMD static void portable_rows(int64_t begin, int64_t end, int chunk, void *ctx) {
-  (void)chunk;
   const portable_job *q = ctx;
   const int_mm_job *j = q->j;
-  uint32_t *acc = malloc((size_t)j->n * sizeof *acc);
-  if (!acc)
-    return;
+  uint32_t *acc = q->acc + chunk * j->n;
   for (int64_t i = begin; i < end; i++) {
     memset(acc, 0, (size_t)j->n * sizeof *acc);
     for (int64_t p = 0; p < j->k; p++) {
@@ -79,20 +78,24 @@ TPU_SIMD static void portable_rows(int64_t begin, int64_t end, int chunk, void *
     for (int64_t c = 0; c < j->n; c++)
       j->out[i * j->ors + c * j->ocs] = (int32_t)acc[c];
   }
-  free(acc);
 }
 
 static tpu_status run_portable(const int_mm_job *j) {
+  int64_t grain = TPU_GEMM_SERIAL_WORK / (j->k * j->n + 1) + 1;
   uint32_t *bw = malloc((size_t)(j->k * j->n) * sizeof *bw + 1);
-  if (!bw)
+  uint32_t *acc = malloc((size_t)(tpu_parallel_chunks(j->m, grain) * j->n) * sizeof *acc);
+  if (!bw || !acc) {
+    free(bw);
+    free(acc);
     return tpu_error(TPU_ERR_OUT_OF_MEMORY, "int_mm: cannot allocate host scratch memory");
+  }
   for (int64_t p = 0; p < j->k; p++)
     for (int64_t c = 0; c < j->n; c++)
       bw[p * j->n + c] = (uint32_t)(int32_t)j->b.p[p * j->b.rs + c * j->b.cs];
-  portable_job q = {.j = j, .bw = bw};
-  int64_t grain = TPU_GEMM_SERIAL_WORK / (j->k * j->n + 1) + 1;
+  portable_job q = {.j = j, .bw = bw, .acc = acc};
   tpu_parallel_for(j->m, grain, portable_rows, &q);
   free(bw);
+  free(acc);
   return TPU_OK;
 }
 
